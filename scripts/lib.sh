@@ -1,0 +1,35 @@
+# Shared by scripts/run and scripts/test: install what is missing, then build.
+# Sourced, not run.
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+JOBS="${JOBS:-$(nproc)}"
+
+# Debian packages the build and the tests need.
+SA_PACKAGES=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev
+             nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev)
+
+# Installs the given Debian packages that are not installed yet (as root, or
+# through sudo). Fast when nothing is missing: one dpkg query.
+ensure_packages() {
+  local missing=()
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "scripts: installing Debian packages: ${missing[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+# build DIR [cmake args...]: configure once, then build incrementally.
+build() {
+  local dir="$1"
+  shift
+  if [ ! -f "$ROOT/$dir/build.ninja" ]; then
+    cmake -S "$ROOT" -B "$ROOT/$dir" -G Ninja "$@" >&2
+  fi
+  cmake --build "$ROOT/$dir" -j "$JOBS" >&2
+}

@@ -1,0 +1,69 @@
+// `swapadvisor stats`: the derived quantities of a graph and its ideal time.
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "cost/op_cost.h"
+#include "graph/stats.h"
+#include "util/units.h"
+
+namespace sa::cli {
+namespace {
+
+struct StatsArgs {
+  GraphSource source;
+  std::string device = "v100-16gb";
+  bool json = false;
+};
+
+void run_stats(const StatsArgs& args) {
+  const Graph g = args.source.load();
+  const DeviceProfile dev = load_device(args.device);
+  std::vector<std::string> warnings;
+  const auto times = op_times_us(g, dev, &warnings);
+  print_warnings(warnings);
+  const GraphStats s = compute_stats(g);
+  const double ideal = ideal_us(times);
+  if (args.json) {
+    nlohmann::json j = {{"ops", s.ops},
+                        {"tensors", s.tensors},
+                        {"persistent_bytes", s.persistent_bytes},
+                        {"peak_live_bytes", s.peak_live_bytes},
+                        {"distinct_sizes", s.distinct_sizes},
+                        {"flops", s.flops},
+                        {"ideal_us", ideal}};
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("graph             {}\n", g.name.empty() ? "(unnamed)" : g.name);
+  fmt::print("device            {}\n", dev.name);
+  fmt::print("ops               {}\n", s.ops);
+  fmt::print("tensors           {}\n", s.tensors);
+  fmt::print("persistent bytes  {} ({} B)\n", format_bytes(s.persistent_bytes), s.persistent_bytes);
+  fmt::print("peak live bytes   {} ({} B)\n", format_bytes(s.peak_live_bytes), s.peak_live_bytes);
+  fmt::print("distinct sizes    {}\n", s.distinct_sizes);
+  fmt::print("flops             {:.4g}\n", s.flops);
+  fmt::print("ideal iteration   {} on {} (sum of op times)\n", format_us(ideal), dev.name);
+  if (s.peak_live_bytes > dev.memory_bytes)
+    fmt::print("fits in memory    no: peak live is {:.1f}x the {}'s {}\n",
+               static_cast<double>(s.peak_live_bytes) / static_cast<double>(dev.memory_bytes),
+               dev.name, format_bytes(dev.memory_bytes));
+  else
+    fmt::print("fits in memory    yes ({} of {})\n", format_bytes(s.peak_live_bytes),
+               format_bytes(dev.memory_bytes));
+}
+
+}  // namespace
+
+void register_stats(CLI::App& app) {
+  auto args = std::make_shared<StatsArgs>();
+  CLI::App* cmd = app.add_subcommand("stats", "sizes, peak memory and ideal time of a graph");
+  args->source.add_options(cmd);
+  cmd->add_option("--device", args->device, "built-in device name or profile file")
+      ->capture_default_str();
+  cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->callback([args] { run_stats(*args); });
+}
+
+}  // namespace sa::cli

@@ -1,0 +1,39 @@
+#include "cli/common.h"
+
+#include <fmt/format.h>
+
+#include "graph/graph_io.h"
+#include "util/error.h"
+#include "zoo/zoo.h"
+
+namespace sa::cli {
+
+void GraphSource::add_options(CLI::App* app) {
+  app->add_option("file", file, "graph file in format v1 (.json or .json.gz)");
+  app->add_option("--model", model, "zoo model name instead of a file (see `swapadvisor zoo --list`)");
+  app->add_option("--batch", batch, "batch size for --model")->check(CLI::PositiveNumber);
+  app->add_option("--optimizer", optimizer, "optimizer for --model")
+      ->check(CLI::IsMember({"sgd", "adam"}));
+  app->add_option("--seq-len", seq_len, "sequence length for sequence models (--model)")
+      ->check(CLI::PositiveNumber);
+}
+
+Graph GraphSource::load() const {
+  if (!file.empty() && !model.empty())
+    throw Error("give either a graph FILE or --model NAME, not both");
+  if (!file.empty()) return read_graph(file);
+  if (model.empty()) throw Error("no graph: give a graph FILE or --model NAME --batch N");
+  if (batch <= 0) throw Error("--model needs --batch N");
+  ZooOptions o;
+  o.model = model;
+  o.batch = batch;
+  o.optimizer = optimizer;
+  o.seq_len = seq_len;
+  return build_zoo_model(o);
+}
+
+void print_warnings(const std::vector<std::string>& warnings) {
+  for (const auto& w : warnings) fmt::print(stderr, "swapadvisor: warning: {}\n", w);
+}
+
+}  // namespace sa::cli

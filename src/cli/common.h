@@ -1,0 +1,36 @@
+#pragma once
+// Options shared by the subcommands: where the graph comes from (a file, or a
+// zoo model) and which device it runs on.
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cost/device.h"
+#include "graph/graph.h"
+
+namespace sa::cli {
+
+struct GraphSource {
+  std::string file;
+  std::string model;
+  int batch = 0;
+  std::string optimizer = "sgd";
+  int seq_len = 0;
+
+  // Adds FILE (positional, optional) and --model/--batch/--optimizer/--seq-len.
+  void add_options(CLI::App* app);
+  // Reads the file or builds the zoo model; throws sa::Error with a clear
+  // message when neither or both were given.
+  Graph load() const;
+};
+
+// Prints each warning on stderr as "swapadvisor: warning: ...".
+void print_warnings(const std::vector<std::string>& warnings);
+
+// Registration of each subcommand (one file each).
+void register_stats(CLI::App& app);
+void register_zoo(CLI::App& app);
+
+}  // namespace sa::cli

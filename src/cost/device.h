@@ -1,0 +1,50 @@
+#pragma once
+// Device profiles: what the planner needs to know about a GPU and its link to
+// the host. Built-in profiles are documented in docs/devices.md (where every
+// figure comes from); users can write their own as JSON:
+//
+//   {"format": "swapadvisor-device", "version": 1, "name": "my-gpu",
+//    "memory_bytes": 17179869184,
+//    "h2d_gbps": 12, "d2h_gbps": 12, "duplex_gbps": 20,
+//    "peak_tflops": 15.7, "hbm_gbps": 900,
+//    "compute_efficiency": 0.6, "memory_efficiency": 0.75,
+//    "launch_overhead_us": 6, "source": "where these figures come from"}
+//
+// Bandwidths are in GB/s (10^9 bytes per second).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sa {
+
+struct DeviceProfile {
+  std::string name;
+  int64_t memory_bytes = 0;        // device memory
+  double h2d_gbps = 0;             // host→device alone
+  double d2h_gbps = 0;             // device→host alone
+  double duplex_gbps = 0;          // total of both directions when both run
+  double peak_tflops = 0;          // FP32 peak (dense), 10^12 flop/s
+  double hbm_gbps = 0;             // device memory bandwidth
+  double compute_efficiency = 0;   // fraction of peak flop/s a typical op reaches
+  double memory_efficiency = 0;    // fraction of HBM bandwidth a typical op reaches
+  double launch_overhead_us = 0;   // added to every op
+  std::string source;              // provenance of the figures
+
+  // Bytes per microsecond, the simulator's unit (1 GB/s = 1000 B/us).
+  double h2d_bytes_per_us() const { return h2d_gbps * 1e3; }
+  double d2h_bytes_per_us() const { return d2h_gbps * 1e3; }
+  double duplex_bytes_per_us() const { return duplex_gbps * 1e3; }
+};
+
+// Names of the built-in profiles: v100-16gb, a100-40gb, h100-80gb, h200-141gb.
+std::vector<std::string> builtin_device_names();
+
+// A built-in name, or else a path to a profile JSON file. Throws sa::Error
+// listing the built-in names when neither matches.
+DeviceProfile load_device(const std::string& name_or_path);
+
+DeviceProfile parse_device(const std::string& json_text, const std::string& origin);
+std::string device_to_json(const DeviceProfile& d);
+
+}  // namespace sa

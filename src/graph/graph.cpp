@@ -1,0 +1,51 @@
+#include "graph/graph.h"
+
+#include <array>
+#include <utility>
+
+namespace sa {
+namespace {
+
+constexpr std::array<std::pair<TensorKind, std::string_view>, 7> kKindNames{{
+    {TensorKind::kParam, "param"},
+    {TensorKind::kBuffer, "buffer"},
+    {TensorKind::kOptimizerState, "optimizer_state"},
+    {TensorKind::kInput, "input"},
+    {TensorKind::kActivation, "activation"},
+    {TensorKind::kGradient, "gradient"},
+    {TensorKind::kTemp, "temp"},
+}};
+
+constexpr std::array<std::pair<Phase, std::string_view>, 3> kPhaseNames{{
+    {Phase::kForward, "forward"},
+    {Phase::kBackward, "backward"},
+    {Phase::kUpdate, "update"},
+}};
+
+}  // namespace
+
+std::string_view to_string(TensorKind k) {
+  for (const auto& [kind, name] : kKindNames)
+    if (kind == k) return name;
+  return "?";
+}
+
+std::optional<TensorKind> parse_tensor_kind(std::string_view s) {
+  for (const auto& [kind, name] : kKindNames)
+    if (name == s) return kind;
+  return std::nullopt;
+}
+
+std::string_view to_string(Phase p) {
+  for (const auto& [phase, name] : kPhaseNames)
+    if (phase == p) return name;
+  return "";
+}
+
+std::optional<Phase> parse_phase(std::string_view s) {
+  for (const auto& [phase, name] : kPhaseNames)
+    if (name == s) return phase;
+  return std::nullopt;
+}
+
+}  // namespace sa

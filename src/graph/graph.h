@@ -1,0 +1,94 @@
+#pragma once
+// The graph IR: one training iteration's dataflow graph, as format v1 defines
+// it (docs/graph-format.md). Tensors and ops are identified by dense integer
+// ids equal to their index; names exist for people only.
+//
+// A Graph is plain data. Build one with the zoo, read one with read_graph()
+// (graph/graph_io.h), and check a hand-built one with validate_graph()
+// (graph/validate.h) before planning it.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sa {
+
+using TensorId = int32_t;
+using OpId = int32_t;
+inline constexpr OpId kNoOp = -1;
+
+enum class TensorKind : uint8_t {
+  kParam,           // persistent: trainable model state
+  kBuffer,          // persistent: non-trainable model state (running stats)
+  kOptimizerState,  // persistent: momentum, Adam moments
+  kInput,           // in host memory at the start, never written back
+  kActivation,      // transient ...
+  kGradient,
+  kTemp,
+};
+
+// Persistent tensors exist before the iteration, their master copy in host
+// memory, and their value at the end must be kept.
+constexpr bool is_persistent(TensorKind k) {
+  return k == TensorKind::kParam || k == TensorKind::kBuffer || k == TensorKind::kOptimizerState;
+}
+// Transient tensors are created by exactly one op and die after their last access.
+constexpr bool is_transient(TensorKind k) {
+  return k == TensorKind::kActivation || k == TensorKind::kGradient || k == TensorKind::kTemp;
+}
+// Tensors that exist (in host memory) when the iteration starts.
+constexpr bool exists_at_start(TensorKind k) { return !is_transient(k); }
+
+std::string_view to_string(TensorKind k);
+std::optional<TensorKind> parse_tensor_kind(std::string_view s);
+
+enum class Phase : uint8_t { kUnknown, kForward, kBackward, kUpdate };
+std::string_view to_string(Phase p);  // "" for kUnknown
+std::optional<Phase> parse_phase(std::string_view s);
+
+struct Tensor {
+  int64_t bytes = 0;
+  TensorKind kind = TensorKind::kActivation;
+  std::string name;                // optional
+  std::vector<int64_t> shape;      // optional, informative
+  std::string dtype;               // optional, informative
+};
+
+struct Op {
+  std::string type;                // e.g. "aten::convolution"
+  Phase phase = Phase::kUnknown;
+  std::vector<TensorId> inputs;    // read
+  std::vector<TensorId> outputs;   // transient tensors created
+  std::vector<TensorId> updates;   // read and modified in place
+  std::optional<double> time_us;   // measured on the target device
+  std::optional<double> flops;
+  std::optional<double> bytes_accessed;
+  int64_t workspace_bytes = 0;     // scratch memory while it runs
+  std::string name;                // optional
+};
+
+struct Graph {
+  std::string name;
+  std::string source;
+  std::vector<Tensor> tensors;
+  std::vector<Op> ops;
+
+  int num_tensors() const { return static_cast<int>(tensors.size()); }
+  int num_ops() const { return static_cast<int>(ops.size()); }
+};
+
+// How an op touches a tensor.
+enum class Access : uint8_t { kRead, kCreate, kUpdate };
+
+// Calls f(tensor_id, access) for every tensor op touches, outputs first, then
+// inputs, then updates (the order is not significant).
+template <typename F>
+void for_each_access(const Op& op, F&& f) {
+  for (TensorId t : op.outputs) f(t, Access::kCreate);
+  for (TensorId t : op.inputs) f(t, Access::kRead);
+  for (TensorId t : op.updates) f(t, Access::kUpdate);
+}
+
+}  // namespace sa

@@ -1,0 +1,106 @@
+#include "graph/validate.h"
+
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+namespace sa {
+namespace {
+
+[[noreturn]] void fail(std::string_view origin, const std::string& where, const std::string& what) {
+  throw Error(fmt::format("{}: {}: {}", origin, where, what));
+}
+
+std::string_view list_name(Access a) {
+  switch (a) {
+    case Access::kCreate: return "outputs";
+    case Access::kRead: return "inputs";
+    case Access::kUpdate: return "updates";
+  }
+  return "?";
+}
+
+void check_cost(std::string_view origin, int op, const char* field, const std::optional<double>& v) {
+  if (v && (!std::isfinite(*v) || *v < 0))
+    fail(origin, fmt::format("ops[{}].{}", op, field),
+         fmt::format("must be a finite number >= 0, got {}", *v));
+}
+
+}  // namespace
+
+void validate_graph(const Graph& g, std::string_view origin) {
+  const int n = g.num_tensors();
+  int64_t total = 0;
+  for (int t = 0; t < n; ++t) {
+    const Tensor& tensor = g.tensors[t];
+    if (tensor.bytes <= 0)
+      fail(origin, fmt::format("tensors[{}].bytes", t),
+           fmt::format("bytes must be > 0, got {}", tensor.bytes));
+    if (tensor.bytes > kMaxBytes)
+      fail(origin, fmt::format("tensors[{}].bytes", t),
+           fmt::format("{} bytes is over the limit of 2^50 (1 PiB)", tensor.bytes));
+    total += tensor.bytes;
+    if (total > kMaxBytes)
+      fail(origin, fmt::format("tensors[{}].bytes", t),
+           "the tensors' sizes add up to more than 2^50 bytes (1 PiB)");
+  }
+
+  // For every tensor: the op that created it (transients), and the op that
+  // last touched it, to reject use before creation and double creation.
+  std::vector<OpId> creator(n, kNoOp);
+  std::vector<OpId> seen_in_op(n, kNoOp);  // duplicate access detection
+  for (int o = 0; o < g.num_ops(); ++o) {
+    const Op& op = g.ops[o];
+    if (op.workspace_bytes < 0 || op.workspace_bytes > kMaxBytes)
+      fail(origin, fmt::format("ops[{}].workspace_bytes", o),
+           fmt::format("must be between 0 and 2^50, got {}", op.workspace_bytes));
+    check_cost(origin, o, "time_us", op.time_us);
+    check_cost(origin, o, "flops", op.flops);
+    check_cost(origin, o, "bytes_accessed", op.bytes_accessed);
+
+    auto check_list = [&](const std::vector<TensorId>& list, Access access) {
+      for (size_t i = 0; i < list.size(); ++i) {
+        const TensorId t = list[i];
+        auto where = [&] { return fmt::format("ops[{}].{}[{}]", o, list_name(access), i); };
+        if (t < 0 || t >= n)
+          fail(origin, where(), fmt::format("unknown tensor id {} (the graph has {} tensors)", t, n));
+        if (seen_in_op[t] == o)
+          fail(origin, where(),
+               fmt::format("duplicate access: tensor {} appears more than once in this op", t));
+        seen_in_op[t] = o;
+        const TensorKind kind = g.tensors[t].kind;
+        if (access == Access::kCreate) {
+          if (!is_transient(kind))
+            fail(origin, where(),
+                 fmt::format("tensor {} is a {}; only activation, gradient and temp tensors can "
+                             "be created by an op",
+                             t, to_string(kind)));
+          if (creator[t] != kNoOp)
+            fail(origin, where(),
+                 fmt::format("tensor {} is created twice (first by ops[{}])", t, creator[t]));
+          creator[t] = o;
+        } else if (is_transient(kind) && creator[t] == kNoOp) {
+          fail(origin, where(),
+               fmt::format("tensor {} is {} before it is created", t,
+                           access == Access::kRead ? "read" : "updated"));
+        }
+      }
+    };
+    // Outputs first: an op that also reads its own output is then reported
+    // as a duplicate access, the more precise diagnosis.
+    check_list(op.outputs, Access::kCreate);
+    check_list(op.inputs, Access::kRead);
+    check_list(op.updates, Access::kUpdate);
+  }
+  for (int t = 0; t < n; ++t) {
+    if (is_transient(g.tensors[t].kind) && creator[t] == kNoOp)
+      fail(origin, fmt::format("tensors[{}]", t),
+           fmt::format("{} tensor {} is never created (no op lists it in its outputs)",
+                       to_string(g.tensors[t].kind), t));
+  }
+}
+
+}  // namespace sa

@@ -1,0 +1,91 @@
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "graph/graph_io.h"
+#include "graph/stats.h"
+#include "test_util.h"
+#include "util/error.h"
+
+namespace sa {
+namespace {
+
+using testing::data_path;
+
+constexpr const char* kSmall = R"({
+  "format": "swapadvisor-graph", "version": 1, "name": "tiny", "source": "hand",
+  "tensors": [
+    {"id": 0, "bytes": 100, "kind": "input", "name": "x"},
+    {"id": 1, "bytes": 10, "kind": "param", "name": "w"},
+    {"id": 2, "bytes": 200, "kind": "activation"},
+    {"id": 3, "bytes": 10, "kind": "gradient"}
+  ],
+  "ops": [
+    {"id": 0, "type": "mm", "phase": "forward", "inputs": [0, 1], "outputs": [2], "flops": 2000},
+    {"id": 1, "type": "mm_bwd", "phase": "backward", "inputs": [2, 0], "outputs": [3],
+     "time_us": 3.5, "workspace_bytes": 7},
+    {"id": 2, "type": "sgd", "phase": "update", "inputs": [3], "outputs": [], "updates": [1]}
+  ]
+})";
+
+TEST(GraphIo, ParsesEveryField) {
+  Graph g = parse_graph(kSmall, "small.json");
+  EXPECT_EQ(g.name, "tiny");
+  ASSERT_EQ(g.num_tensors(), 4);
+  ASSERT_EQ(g.num_ops(), 3);
+  EXPECT_EQ(g.tensors[0].kind, TensorKind::kInput);
+  EXPECT_EQ(g.tensors[0].name, "x");
+  EXPECT_EQ(g.tensors[2].bytes, 200);
+  EXPECT_EQ(g.ops[0].phase, Phase::kForward);
+  EXPECT_EQ(g.ops[0].flops, 2000);
+  EXPECT_FALSE(g.ops[0].time_us.has_value());
+  EXPECT_EQ(g.ops[1].time_us, 3.5);
+  EXPECT_EQ(g.ops[1].workspace_bytes, 7);
+  EXPECT_EQ(g.ops[2].updates, std::vector<TensorId>{1});
+  EXPECT_TRUE(g.ops[1].updates.empty());
+}
+
+TEST(GraphIo, RoundTripsThroughJsonAndGzip) {
+  const Graph g = parse_graph(kSmall, "small.json");
+  const auto dir = std::filesystem::temp_directory_path();
+  for (const char* name : {"sa_roundtrip.json", "sa_roundtrip.json.gz"}) {
+    const std::string path = (dir / name).string();
+    write_graph(g, path);
+    const Graph back = read_graph(path);
+    EXPECT_EQ(graph_to_json(back), graph_to_json(g)) << name;
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(GraphIo, SharedGraphsReadAndRoundTrip) {
+  for (const auto& entry : std::filesystem::directory_iterator(data_path("graphs"))) {
+    const Graph g = read_graph(entry.path().string());
+    EXPECT_GT(g.num_ops(), 100) << entry.path();
+    const Graph back = parse_graph(graph_to_json(g), "roundtrip");
+    EXPECT_EQ(graph_to_json(back), graph_to_json(g)) << entry.path();
+  }
+}
+
+TEST(GraphIo, ErrorsNameFileAndPath) {
+  std::string bad = kSmall;
+  bad.replace(bad.find("\"inputs\": [2, 0]"), 16, "\"inputs\": [2, 9]");
+  try {
+    parse_graph(bad, "small.json");
+    FAIL() << "accepted an unknown tensor id";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "small.json: ops[1].inputs[1]: unknown tensor id 9 (the graph has 4 tensors)");
+  }
+}
+
+TEST(GraphIo, MissingFileIsAClearError) {
+  try {
+    read_graph("/nonexistent/graph.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/graph.json: cannot open"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace sa

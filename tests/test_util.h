@@ -1,0 +1,65 @@
+#pragma once
+// Helpers shared by the test programs.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <sys/wait.h>
+
+#include "graph/graph.h"
+
+namespace sa::testing {
+
+inline std::string data_path(const std::string& rel) { return std::string(SA_TEST_DATA) + "/" + rel; }
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs the swapadvisor binary with args (a shell-quoted string).
+inline CliResult run_cli(const std::string& args) {
+  char err_name[] = "/tmp/sa_cli_err_XXXXXX";
+  int fd = mkstemp(err_name);
+  if (fd >= 0) close(fd);
+  const std::string cmd = std::string(SA_CLI) + " " + args + " 2>" + err_name;
+  CliResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (FILE* e = fopen(err_name, "r")) {
+    while ((n = fread(buf, 1, sizeof buf, e)) > 0) r.err.append(buf, n);
+    fclose(e);
+  }
+  std::remove(err_name);
+  return r;
+}
+
+// A small graph builder for tests: add tensors and ops by hand.
+struct GraphBuilder {
+  Graph g;
+  TensorId tensor(int64_t bytes, TensorKind kind, std::string name = "") {
+    g.tensors.push_back({bytes, kind, std::move(name), {}, {}});
+    return g.num_tensors() - 1;
+  }
+  OpId op(std::vector<TensorId> inputs, std::vector<TensorId> outputs,
+          std::vector<TensorId> updates = {}, double time_us = 1.0, std::string type = "test::op") {
+    Op o;
+    o.type = std::move(type);
+    o.inputs = std::move(inputs);
+    o.outputs = std::move(outputs);
+    o.updates = std::move(updates);
+    o.time_us = time_us;
+    g.ops.push_back(std::move(o));
+    return g.num_ops() - 1;
+  }
+};
+
+}  // namespace sa::testing
