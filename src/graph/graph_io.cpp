@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,211 @@ namespace sa {
 namespace {
 
 using json = nlohmann::json;
+
+// A string for an error message: JSON-quoted, at most 60 bytes of it, and
+// never invalid UTF-8 (a cut through a multi-byte character is replaced).
+std::string quote(std::string_view s) {
+  constexpr size_t kMax = 60;
+  const bool cut = s.size() > kMax;
+  std::string text = json(std::string(cut ? s.substr(0, kMax) : s))
+                         .dump(-1, ' ', false, json::error_handler_t::replace);
+  if (cut) text.insert(text.size() - 1, fmt::format("...({} bytes)", s.size()));
+  return text;
+}
+
+// A path component for an object key: ".bytes", or ["odd key"] for a key
+// that is not a plain identifier.
+std::string key_component(std::string_view key) {
+  bool plain = !key.empty() && key.size() <= 60 && !(key[0] >= '0' && key[0] <= '9');
+  for (char c : key)
+    plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_');
+  return plain ? "." + std::string(key) : "[" + quote(key) + "]";
+}
+
+// Joins path components ("tensors", "[3]", ".bytes") into "tensors[3].bytes";
+// a very deep path keeps its first components and counts the rest.
+std::string join_path(const std::vector<std::string>& parts) {
+  constexpr size_t kShown = 8;
+  std::string s;
+  for (size_t i = 0; i < parts.size() && i < kShown; ++i)
+    s += parts[i];
+  if (parts.size() > kShown) s += fmt::format("...({} more levels)", parts.size() - kShown);
+  if (!s.empty() && s[0] == '.') s.erase(0, 1);
+  return s.empty() ? "(document)" : s;
+}
+
+// nlohmann's messages start with "[json.exception.parse_error.101] "; they
+// may also quote the offending bytes, which need not be valid UTF-8, and a
+// long token in full.
+std::string clean_nlohmann_message(const std::string& what) {
+  auto close = what.find("] ");
+  std::string msg = close == std::string::npos ? what : what.substr(close + 2);
+  const std::string marker = "last read: '";
+  if (auto at = msg.find(marker); at != std::string::npos) {
+    const size_t begin = at + marker.size();
+    size_t end = msg.find("'; expected", begin);
+    if (end == std::string::npos && msg.back() == '\'') end = msg.size() - 1;
+    constexpr size_t kKeep = 40;
+    if (end != std::string::npos && end > begin + kKeep + 3)
+      msg.replace(begin, end - begin - kKeep, "...");
+  }
+  std::string out;
+  out.reserve(msg.size());
+  for (unsigned char c : msg) {
+    if (c >= 0x80 || c < 0x20)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  return out;
+}
+
+// 1-based line and column of a byte offset, for errors nlohmann reports
+// without them.
+std::string line_and_column(std::string_view text, size_t offset) {
+  offset = std::min(offset, text.size());
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return fmt::format("line {}, column {}", line, column);
+}
+
+// Builds the document from nlohmann's SAX events, like nlohmann's own DOM
+// parser (no recursion: nlohmann parses with an explicit stack and destroys
+// values iteratively), and in addition
+//   - rejects a key repeated within one object (nlohmann would keep the last),
+//   - rejects nesting deeper than kMaxDepth (a graph file needs 4 levels),
+//   - knows where in the document it is, so that a syntax error names the
+//     JSON path where it happened.
+class DomBuilder {
+ public:
+  static constexpr size_t kMaxDepth = 1000;
+
+  explicit DomBuilder(json& root) : root_(root) {}
+
+  bool null() { return value(nullptr) != nullptr; }
+  bool boolean(bool v) { return value(v) != nullptr; }
+  bool number_integer(json::number_integer_t v) { return value(v) != nullptr; }
+  bool number_unsigned(json::number_unsigned_t v) { return value(v) != nullptr; }
+  bool number_float(json::number_float_t v, const std::string&) { return value(v) != nullptr; }
+  // The lexer clears its token buffer before it reads the next token, so
+  // the strings can be moved from.
+  bool string(std::string& v) { return value(std::move(v)) != nullptr; }
+  bool binary(json::binary_t& v) { return value(std::move(v)) != nullptr; }
+
+  bool start_object(size_t) { return open(json::value_t::object); }
+  bool start_array(size_t) { return open(json::value_t::array); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(std::string& k) {
+    Frame& f = stack_.back();
+    auto [it, inserted] = f.container->get_ptr<json::object_t*>()->try_emplace(std::move(k));
+    if (!inserted) {
+      error_ = fmt::format("{}: duplicate key {} (a key may appear only once in an object)",
+                           path(&it->first), quote(it->first));
+      return false;
+    }
+    f.key = &it->first;
+    f.slot = &it->second;
+    return true;
+  }
+
+  template <class Exception>
+  bool parse_error(size_t position, const std::string&, const Exception& e) {
+    error_position_ = position;
+    error_ = clean_nlohmann_message(e.what());
+    is_syntax_error_ = std::is_same_v<Exception, json::parse_error>;
+    return false;
+  }
+
+  // After a failed parse: the complete message after "<origin>: ".
+  std::string error(std::string_view text) const {
+    if (error_position_ == std::string::npos) return error_;  // ours, already with a path
+    std::string msg = path(nullptr) + ": invalid JSON: " + error_;
+    // nlohmann's syntax errors say where they are; its other errors (a
+    // number too large for a double) do not.
+    if (!is_syntax_error_) msg += " (at " + line_and_column(text, error_position_) + ")";
+    return msg;
+  }
+
+ private:
+  struct Frame {
+    json* container;
+    const std::string* key = nullptr;  // objects: the last key read
+    json* slot = nullptr;              // objects: where that key's value goes
+  };
+
+  template <typename V>
+  json* value(V&& v) {
+    if (stack_.empty()) {
+      root_ = json(std::forward<V>(v));
+      return &root_;
+    }
+    Frame& f = stack_.back();
+    if (f.container->is_array()) {
+      auto& array = *f.container->get_ptr<json::array_t*>();
+      array.emplace_back(std::forward<V>(v));
+      return &array.back();
+    }
+    *f.slot = json(std::forward<V>(v));
+    return f.slot;
+  }
+
+  bool open(json::value_t type) {
+    if (stack_.size() >= kMaxDepth) {
+      error_ = fmt::format("{}: JSON nested deeper than {} levels", path(nullptr), kMaxDepth);
+      return false;
+    }
+    stack_.push_back(Frame{value(type)});
+    return true;
+  }
+
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  // The path of the value being read, or last read: every open container
+  // and, in the innermost one, its last element. With key given, the path
+  // of that key in the innermost object instead.
+  std::string path(const std::string* key) const {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < stack_.size(); ++i) {
+      const Frame& f = stack_[i];
+      const std::string* k = (key && i + 1 == stack_.size()) ? key : f.key;
+      if (f.container->is_array()) {
+        if (!f.container->empty()) parts.push_back(fmt::format("[{}]", f.container->size() - 1));
+      } else if (k) {
+        parts.push_back(key_component(*k));
+      }
+    }
+    return join_path(parts);
+  }
+
+  json& root_;
+  std::vector<Frame> stack_;
+  std::string error_;
+  size_t error_position_ = std::string::npos;
+  bool is_syntax_error_ = false;
+};
+
+json parse_json(std::string_view text, std::string_view origin) {
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    throw Error(fmt::format("{}: (document): the input is empty (expected a JSON object)", origin));
+  json doc;
+  DomBuilder builder(doc);
+  if (!json::sax_parse(text.begin(), text.end(), &builder))
+    throw Error(fmt::format("{}: {}", origin, builder.error(text)));
+  return doc;
+}
 
 // Where in the document a value sits, formatted only when an error needs it:
 // "tensors[3].bytes", "ops[17].inputs[2]".
@@ -36,15 +242,29 @@ struct Loc {
 
 std::string describe(const json& j) {
   switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_float: return fmt::format("the number {}", j.get<double>());
-    default: return fmt::format("the number {}", j.dump());
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return j.get<bool>() ? "true" : "false";
+    case json::value_t::string:
+      return "the string " + quote(j.get_ref<const std::string&>());
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::binary:
+      return "binary data";
+    default:
+      return "the number " + j.dump();  // 1.0 prints as "1.0", 1e30 as "1e+30"
   }
 }
+
+// Where an integer lies relative to an allowed range [lo, hi].
+enum class Range { kBelow, kInside, kAbove };
+struct Integer {
+  Range range;
+  int64_t value;  // meaningful when inside
+};
 
 class Reader {
  public:
@@ -64,28 +284,48 @@ class Reader {
     return it == obj.end() ? nullptr : &*it;
   }
 
-  int64_t integer(const json& j, const Loc& loc) const {
+  // An integer, placed relative to [lo, hi]. Whatever is not an integer
+  // (a string, 1.5, 1.0) fails here; so do integral values written as
+  // floating-point numbers (1e30), unless they lie outside the range, which
+  // the caller reports instead: it is the more useful diagnosis.
+  Integer integer_in(const json& j, const Loc& loc, int64_t lo, int64_t hi) const {
     if (j.is_number_unsigned()) {
-      if (j.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        fail(loc, fmt::format("integer {} is too large", j.dump()));
-      return static_cast<int64_t>(j.get<uint64_t>());
+      const uint64_t u = j.get<uint64_t>();
+      if (hi < 0 || u > static_cast<uint64_t>(hi)) return {Range::kAbove, 0};
+      if (static_cast<int64_t>(u) < lo) return {Range::kBelow, 0};
+      return {Range::kInside, static_cast<int64_t>(u)};
     }
-    if (j.is_number_integer()) return j.get<int64_t>();
+    if (j.is_number_integer()) {
+      const int64_t v = j.get<int64_t>();
+      if (v < lo) return {Range::kBelow, 0};
+      if (v > hi) return {Range::kAbove, 0};
+      return {Range::kInside, v};
+    }
     if (j.is_number_float()) {
-      // nlohmann stores integers beyond 64 bits as floats.
+      // Also where nlohmann puts integers too large for 64 bits.
       const double d = j.get<double>();
-      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) >= 9.2e18)
-        fail(loc, fmt::format("integer {} is too large", j.dump()));
-      fail(loc, fmt::format("expected an integer, got {}", describe(j)));
+      if (std::isfinite(d) && d == std::floor(d)) {
+        if (d < static_cast<double>(lo)) return {Range::kBelow, 0};
+        if (d > static_cast<double>(hi)) return {Range::kAbove, 0};
+      }
     }
     fail(loc, fmt::format("expected an integer, got {}", describe(j)));
   }
 
-  int32_t id(const json& j, const Loc& loc) const {
-    const int64_t v = integer(j, loc);
-    if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
-      fail(loc, fmt::format("id {} is out of range", v));
-    return static_cast<int32_t>(v);
+  int64_t any_integer(const json& j, const Loc& loc) const {
+    const Integer v = integer_in(j, loc, std::numeric_limits<int64_t>::min(),
+                                 std::numeric_limits<int64_t>::max());
+    if (v.range != Range::kInside)
+      fail(loc, fmt::format("integer {} does not fit in 64 bits", j.dump()));
+    return v.value;
+  }
+
+  // A dense id that must equal its index in "tensors" or "ops".
+  void check_id(const json& obj, const Loc& loc, int index) const {
+    const json& j = field(obj, loc, "id");
+    if (integer_in(j, loc.at("id"), index, index).range != Range::kInside)
+      fail(loc.at("id"),
+           fmt::format("id out of order: expected {} (its index), got {}", index, j.dump()));
   }
 
   double number(const json& j, const Loc& loc) const {
@@ -108,15 +348,26 @@ class Reader {
     return j;
   }
 
-  std::vector<TensorId> id_list(const json& obj, const Loc& loc, const char* name,
-                                bool required) const {
+  // Tensor ids in an op's list. Ids within the graph's range are checked
+  // further by validate_graph(); one outside it is reported here, where the
+  // number as written is still at hand.
+  std::vector<TensorId> id_list(const json& obj, const Loc& loc, const char* name, bool required,
+                                int num_tensors) const {
     std::vector<TensorId> out;
     const json* j = required ? &field(obj, loc, name) : optional_field(obj, name);
     if (!j) return out;
     const Loc at = loc.at(name);
     array(*j, at);
     out.reserve(j->size());
-    for (size_t i = 0; i < j->size(); ++i) out.push_back(id((*j)[i], at.at(static_cast<int>(i))));
+    for (size_t i = 0; i < j->size(); ++i) {
+      const json& v = (*j)[i];
+      const Loc item = at.at(static_cast<int>(i));
+      const Integer id = integer_in(v, item, 0, num_tensors - 1);
+      if (id.range != Range::kInside)
+        fail(item,
+             fmt::format("unknown tensor id {} (the graph has {} tensors)", v.dump(), num_tensors));
+      out.push_back(static_cast<TensorId>(id.value));
+    }
     return out;
   }
 
@@ -124,52 +375,60 @@ class Reader {
     const Loc loc{"tensors", index};
     object(j, loc);
     Tensor t;
-    const int64_t id_value = integer(field(j, loc, "id"), loc.at("id"));
-    if (id_value != index)
-      fail(loc.at("id"), fmt::format("id out of order: expected {} (its index), got {}", index, id_value));
-    t.bytes = integer(field(j, loc, "bytes"), loc.at("bytes"));
-    if (t.bytes <= 0) fail(loc.at("bytes"), fmt::format("bytes must be > 0, got {}", t.bytes));
+    check_id(j, loc, index);
+    const json& bytes = field(j, loc, "bytes");
+    const Integer b = integer_in(bytes, loc.at("bytes"), 1, kMaxBytes);
+    if (b.range == Range::kBelow)
+      fail(loc.at("bytes"), fmt::format("bytes must be > 0, got {}", bytes.dump()));
+    if (b.range == Range::kAbove)
+      fail(loc.at("bytes"),
+           fmt::format("{} bytes is over the limit of 2^50 (1 PiB)", bytes.dump()));
+    t.bytes = b.value;
     const std::string& kind = string(field(j, loc, "kind"), loc.at("kind"));
     auto k = parse_tensor_kind(kind);
     if (!k)
-      fail(loc.at("kind"), fmt::format("bad kind \"{}\" (expected param, buffer, optimizer_state, "
+      fail(loc.at("kind"), fmt::format("bad kind {} (expected param, buffer, optimizer_state, "
                                        "input, activation, gradient or temp)",
-                                       kind));
+                                       quote(kind)));
     t.kind = *k;
     if (const json* name = optional_field(j, "name")) t.name = string(*name, loc.at("name"));
     if (const json* dtype = optional_field(j, "dtype")) t.dtype = string(*dtype, loc.at("dtype"));
     if (const json* shape = optional_field(j, "shape")) {
       array(*shape, loc.at("shape"));
       for (size_t i = 0; i < shape->size(); ++i)
-        t.shape.push_back(integer((*shape)[i], loc.at("shape").at(static_cast<int>(i))));
+        t.shape.push_back(any_integer((*shape)[i], loc.at("shape").at(static_cast<int>(i))));
     }
     return t;
   }
 
-  Op op(const json& j, int index) const {
+  Op op(const json& j, int index, int num_tensors) const {
     const Loc loc{"ops", index};
     object(j, loc);
     Op op;
-    const int64_t id_value = integer(field(j, loc, "id"), loc.at("id"));
-    if (id_value != index)
-      fail(loc.at("id"), fmt::format("id out of order: expected {} (its index), got {}", index, id_value));
+    check_id(j, loc, index);
     op.type = string(field(j, loc, "type"), loc.at("type"));
-    op.inputs = id_list(j, loc, "inputs", true);
-    op.outputs = id_list(j, loc, "outputs", true);
-    op.updates = id_list(j, loc, "updates", false);
+    op.inputs = id_list(j, loc, "inputs", true, num_tensors);
+    op.outputs = id_list(j, loc, "outputs", true, num_tensors);
+    op.updates = id_list(j, loc, "updates", false, num_tensors);
     if (const json* phase = optional_field(j, "phase")) {
       const std::string& p = string(*phase, loc.at("phase"));
       auto parsed = parse_phase(p);
       if (!parsed)
-        fail(loc.at("phase"), fmt::format("bad phase \"{}\" (expected forward, backward or update)", p));
+        fail(loc.at("phase"),
+             fmt::format("bad phase {} (expected forward, backward or update)", quote(p)));
       op.phase = *parsed;
     }
     if (const json* v = optional_field(j, "time_us")) op.time_us = number(*v, loc.at("time_us"));
     if (const json* v = optional_field(j, "flops")) op.flops = number(*v, loc.at("flops"));
     if (const json* v = optional_field(j, "bytes_accessed"))
       op.bytes_accessed = number(*v, loc.at("bytes_accessed"));
-    if (const json* v = optional_field(j, "workspace_bytes"))
-      op.workspace_bytes = integer(*v, loc.at("workspace_bytes"));
+    if (const json* v = optional_field(j, "workspace_bytes")) {
+      const Integer w = integer_in(*v, loc.at("workspace_bytes"), 0, kMaxBytes);
+      if (w.range != Range::kInside)
+        fail(loc.at("workspace_bytes"),
+             fmt::format("must be between 0 and 2^50, got {}", v->dump()));
+      op.workspace_bytes = w.value;
+    }
     if (const json* name = optional_field(j, "name")) op.name = string(*name, loc.at("name"));
     return op;
   }
@@ -177,22 +436,30 @@ class Reader {
   Graph document(const json& doc) const {
     const Loc top{};
     object(doc, top);
-    const std::string& format = string(field(doc, top, "format"), Loc{}.at("format"));
+    const std::string& format = string(field(doc, top, "format"), top.at("format"));
     if (format != "swapadvisor-graph")
-      fail(Loc{}.at("format"),
-           fmt::format("wrong format \"{}\" (expected \"swapadvisor-graph\")", format));
-    const int64_t version = integer(field(doc, top, "version"), Loc{}.at("version"));
-    if (version != 1)
-      fail(Loc{}.at("version"), fmt::format("unsupported version {} (this reader supports 1)", version));
+      fail(top.at("format"),
+           fmt::format("wrong format {} (expected \"swapadvisor-graph\")", quote(format)));
+    const json& version = field(doc, top, "version");
+    if (integer_in(version, top.at("version"), 1, 1).range != Range::kInside)
+      fail(top.at("version"),
+           fmt::format("unsupported version {} (this reader supports 1)", version.dump()));
     Graph g;
-    if (const json* name = optional_field(doc, "name")) g.name = string(*name, Loc{}.at("name"));
-    if (const json* source = optional_field(doc, "source")) g.source = string(*source, Loc{}.at("source"));
-    const json& tensors = array(field(doc, top, "tensors"), Loc{}.at("tensors"));
+    if (const json* name = optional_field(doc, "name")) g.name = string(*name, top.at("name"));
+    if (const json* source = optional_field(doc, "source"))
+      g.source = string(*source, top.at("source"));
+    const json& tensors = array(field(doc, top, "tensors"), top.at("tensors"));
+    if (tensors.size() > static_cast<size_t>(std::numeric_limits<TensorId>::max()))
+      fail(top.at("tensors"), "too many tensors");
     g.tensors.reserve(tensors.size());
-    for (size_t i = 0; i < tensors.size(); ++i) g.tensors.push_back(tensor(tensors[i], static_cast<int>(i)));
-    const json& ops = array(field(doc, top, "ops"), Loc{}.at("ops"));
+    for (size_t i = 0; i < tensors.size(); ++i)
+      g.tensors.push_back(tensor(tensors[i], static_cast<int>(i)));
+    const json& ops = array(field(doc, top, "ops"), top.at("ops"));
+    if (ops.size() > static_cast<size_t>(std::numeric_limits<OpId>::max()))
+      fail(top.at("ops"), "too many ops");
     g.ops.reserve(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i) g.ops.push_back(op(ops[i], static_cast<int>(i)));
+    for (size_t i = 0; i < ops.size(); ++i)
+      g.ops.push_back(op(ops[i], static_cast<int>(i), g.num_tensors()));
     return g;
   }
 
@@ -200,40 +467,34 @@ class Reader {
   std::string_view origin_;
 };
 
-std::string strip_nlohmann_prefix(const std::string& what) {
-  // "[json.exception.parse_error.101] parse error at line 1, column 7: ..."
-  auto close = what.find("] ");
-  return close == std::string::npos ? what : what.substr(close + 2);
-}
-
 void append_ids(std::string& out, const char* name, const std::vector<TensorId>& ids) {
   out += fmt::format(",\"{}\":[{}]", name, fmt::join(ids, ","));
 }
 
 // Shortest text that reads back as the same double.
-std::string number_text(double v) { return json(v).dump(); }
+std::string number_text(double v) {
+  return json(v).dump();
+}
 
 }  // namespace
 
 Graph parse_graph(std::string_view text, std::string_view origin) {
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    throw Error(fmt::format("{}: invalid JSON: {}", origin, strip_nlohmann_prefix(e.what())));
-  }
+  const json doc = parse_json(text, origin);
   Graph g = Reader(origin).document(doc);
   validate_graph(g, origin);
   return g;
 }
 
-Graph read_graph(const std::string& path) { return parse_graph(read_file(path), path); }
+Graph read_graph(const std::string& path) {
+  return parse_graph(read_file(path), path);
+}
 
 std::string graph_to_json(const Graph& g) {
   std::string out;
   out.reserve(128 + 96 * g.tensors.size() + 160 * g.ops.size());
-  out += fmt::format("{{\"format\":\"swapadvisor-graph\",\"version\":1,\"name\":{},\"source\":{},\n",
-                     json(g.name).dump(), json(g.source).dump());
+  out +=
+      fmt::format("{{\"format\":\"swapadvisor-graph\",\"version\":1,\"name\":{},\"source\":{},\n",
+                  json(g.name).dump(), json(g.source).dump());
   out += "\"tensors\":[\n";
   for (int t = 0; t < g.num_tensors(); ++t) {
     const Tensor& x = g.tensors[t];
@@ -262,6 +523,8 @@ std::string graph_to_json(const Graph& g) {
   return out;
 }
 
-void write_graph(const Graph& g, const std::string& path) { write_file(path, graph_to_json(g)); }
+void write_graph(const Graph& g, const std::string& path) {
+  write_file(path, graph_to_json(g));
+}
 
 }  // namespace sa

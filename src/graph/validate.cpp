@@ -1,6 +1,7 @@
 #include "graph/validate.h"
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -16,14 +17,24 @@ namespace {
 
 std::string_view list_name(Access a) {
   switch (a) {
-    case Access::kCreate: return "outputs";
-    case Access::kRead: return "inputs";
-    case Access::kUpdate: return "updates";
+    case Access::kCreate:
+      return "outputs";
+    case Access::kRead:
+      return "inputs";
+    case Access::kUpdate:
+      return "updates";
   }
   return "?";
 }
 
-void check_cost(std::string_view origin, int op, const char* field, const std::optional<double>& v) {
+const char* article(TensorKind k) {
+  return k == TensorKind::kInput || k == TensorKind::kOptimizerState || k == TensorKind::kActivation
+             ? "an"
+             : "a";
+}
+
+void check_cost(std::string_view origin, int op, const char* field,
+                const std::optional<double>& v) {
   if (v && (!std::isfinite(*v) || *v < 0))
     fail(origin, fmt::format("ops[{}].{}", op, field),
          fmt::format("must be a finite number >= 0, got {}", *v));
@@ -45,13 +56,24 @@ void validate_graph(const Graph& g, std::string_view origin) {
     total += tensor.bytes;
     if (total > kMaxBytes)
       fail(origin, fmt::format("tensors[{}].bytes", t),
-           "the tensors' sizes add up to more than 2^50 bytes (1 PiB)");
+           fmt::format("the sizes of tensors 0..{} add up to {} bytes, over the limit of 2^50 "
+                       "(1 PiB)",
+                       t, total));
   }
 
-  // For every tensor: the op that created it (transients), and the op that
-  // last touched it, to reject use before creation and double creation.
+  // The first op that lists each tensor in its outputs, to say in an error
+  // where a tensor used too early is created.
+  std::vector<OpId> first_creator(n, kNoOp);
+  for (int o = g.num_ops() - 1; o >= 0; --o)
+    for (TensorId t : g.ops[o].outputs)
+      if (t >= 0 && t < n) first_creator[t] = o;
+
+  // For every tensor: the op that created it so far (transients), to reject
+  // use before creation and double creation; and the op and list position
+  // where it was last seen, to reject a duplicate access within one op.
   std::vector<OpId> creator(n, kNoOp);
-  std::vector<OpId> seen_in_op(n, kNoOp);  // duplicate access detection
+  std::vector<OpId> seen_in_op(n, kNoOp);
+  std::vector<std::pair<Access, int>> seen_at(n);
   for (int o = 0; o < g.num_ops(); ++o) {
     const Op& op = g.ops[o];
     if (op.workspace_bytes < 0 || op.workspace_bytes > kMaxBytes)
@@ -66,26 +88,35 @@ void validate_graph(const Graph& g, std::string_view origin) {
         const TensorId t = list[i];
         auto where = [&] { return fmt::format("ops[{}].{}[{}]", o, list_name(access), i); };
         if (t < 0 || t >= n)
-          fail(origin, where(), fmt::format("unknown tensor id {} (the graph has {} tensors)", t, n));
+          fail(origin, where(),
+               fmt::format("unknown tensor id {} (the graph has {} tensors)", t, n));
         if (seen_in_op[t] == o)
           fail(origin, where(),
-               fmt::format("duplicate access: tensor {} appears more than once in this op", t));
+               fmt::format("duplicate access: tensor {} is also in {}[{}] of this op", t,
+                           list_name(seen_at[t].first), seen_at[t].second));
         seen_in_op[t] = o;
+        seen_at[t] = {access, static_cast<int>(i)};
         const TensorKind kind = g.tensors[t].kind;
         if (access == Access::kCreate) {
           if (!is_transient(kind))
             fail(origin, where(),
-                 fmt::format("tensor {} is a {}; only activation, gradient and temp tensors can "
-                             "be created by an op",
-                             t, to_string(kind)));
+                 fmt::format("tensor {} is {} {}; only activation, gradient and temp tensors "
+                             "can be created by an op",
+                             t, article(kind), to_string(kind)));
           if (creator[t] != kNoOp)
             fail(origin, where(),
                  fmt::format("tensor {} is created twice (first by ops[{}])", t, creator[t]));
           creator[t] = o;
         } else if (is_transient(kind) && creator[t] == kNoOp) {
+          const char* verb = access == Access::kRead ? "read" : "updated";
+          // Outputs are checked first, so a creator at or before o has been seen.
+          if (first_creator[t] != kNoOp)
+            fail(origin, where(),
+                 fmt::format("{} tensor {} is {} before it is created (by ops[{}])",
+                             to_string(kind), t, verb, first_creator[t]));
           fail(origin, where(),
-               fmt::format("tensor {} is {} before it is created", t,
-                           access == Access::kRead ? "read" : "updated"));
+               fmt::format("{} tensor {} is {} but never created (no op lists it in its outputs)",
+                           to_string(kind), t, verb));
         }
       }
     };
