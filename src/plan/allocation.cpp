@@ -1,0 +1,224 @@
+#include "plan/allocation.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+#include "util/units.h"
+
+namespace sa {
+namespace {
+
+int32_t size_index(const std::vector<int64_t>& sizes, int64_t bytes) {
+  return static_cast<int32_t>(std::lower_bound(sizes.begin(), sizes.end(), bytes) - sizes.begin());
+}
+
+// Calls f(class) for every item op o touches.
+template <typename F>
+void for_each_item_class(const Graph& g, const SizeTable& t, std::span<const ClassId> cls, OpId o,
+                         F&& f) {
+  const Op& op = g.ops[o];
+  for_each_access(op, [&](TensorId x, Access) { f(cls[t.tensor_size[x]]); });
+  if (t.workspace_size[o] >= 0) f(cls[t.workspace_size[o]]);
+}
+
+}  // namespace
+
+SizeTable make_size_table(const Graph& g) {
+  SizeTable t;
+  for (const Tensor& x : g.tensors)
+    t.sizes.push_back(x.bytes);
+  for (const Op& op : g.ops)
+    if (op.workspace_bytes > 0) t.sizes.push_back(op.workspace_bytes);
+  std::sort(t.sizes.begin(), t.sizes.end());
+  t.sizes.erase(std::unique(t.sizes.begin(), t.sizes.end()), t.sizes.end());
+  t.tensor_size.resize(g.tensors.size());
+  for (int x = 0; x < g.num_tensors(); ++x)
+    t.tensor_size[x] = size_index(t.sizes, g.tensors[x].bytes);
+  t.workspace_size.assign(g.ops.size(), -1);
+  for (int o = 0; o < g.num_ops(); ++o)
+    if (g.ops[o].workspace_bytes > 0)
+      t.workspace_size[o] = size_index(t.sizes, g.ops[o].workspace_bytes);
+  return t;
+}
+
+bool is_well_formed(const SizeTable& t, const Allocation& a) {
+  if (static_cast<int>(a.cls.size()) != t.num_sizes()) return false;
+  if (a.cls.empty()) return a.cnt.empty();
+  if (a.cls[0] != 0) return false;
+  for (size_t i = 1; i < a.cls.size(); ++i)
+    if (a.cls[i] != a.cls[i - 1] && a.cls[i] != a.cls[i - 1] + 1) return false;
+  if (static_cast<int>(a.cnt.size()) != a.num_classes()) return false;
+  for (int32_t k : a.cnt)
+    if (k < 0) return false;
+  return true;
+}
+
+std::vector<int64_t> class_bytes(const SizeTable& t, std::span<const ClassId> cls) {
+  const int nc = cls.empty() ? 0 : cls.back() + 1;
+  std::vector<int64_t> bytes(nc, 0);
+  for (int i = 0; i < t.num_sizes(); ++i)
+    bytes[cls[i]] = std::max(bytes[cls[i]], t.sizes[i]);
+  return bytes;
+}
+
+int64_t pool_bytes(const SizeTable& t, const Allocation& a) {
+  const auto bytes = class_bytes(t, a.cls);
+  int64_t sum = 0;
+  for (int c = 0; c < a.num_classes(); ++c)
+    sum += bytes[c] * a.cnt[c];
+  return sum;
+}
+
+std::vector<int32_t> min_counts(const Graph& g, const SizeTable& t, std::span<const ClassId> cls) {
+  const int nc = cls.empty() ? 0 : cls.back() + 1;
+  std::vector<int32_t> need(nc, 0), here(nc, 0);
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    for_each_item_class(g, t, cls, o, [&](ClassId c) { ++here[c]; });
+    for_each_item_class(g, t, cls, o, [&](ClassId c) { need[c] = std::max(need[c], here[c]); });
+    for_each_item_class(g, t, cls, o, [&](ClassId c) { here[c] = 0; });
+  }
+  return need;
+}
+
+std::vector<int32_t> demand_counts(const Graph& g, const SizeTable& t, std::span<const ClassId> cls,
+                                   std::span<const OpId> order) {
+  const int nc = cls.empty() ? 0 : cls.back() + 1;
+  const int m = g.num_ops();
+  std::vector<int32_t> pos(m);
+  for (int i = 0; i < m; ++i)
+    pos[order[i]] = i;
+  // Live interval of each transient tensor: [creation, last access]; the
+  // workspace of op o: [pos(o), pos(o)]. Sweep the events in position order.
+  std::vector<int32_t> first(g.num_tensors(), -1), last(g.num_tensors(), -1);
+  for (OpId o = 0; o < m; ++o)
+    for_each_access(g.ops[o], [&](TensorId x, Access) {
+      const int p = pos[o];
+      if (first[x] < 0 || p < first[x]) first[x] = p;
+      last[x] = std::max(last[x], p);
+    });
+  struct Event {
+    int32_t pos;
+    int32_t delta;  // +1 at start, -1 after end
+    ClassId cls;
+  };
+  std::vector<Event> events;
+  std::vector<int32_t> live(nc, 0), peak(nc, 0);
+  for (TensorId x = 0; x < g.num_tensors(); ++x) {
+    const ClassId c = cls[t.tensor_size[x]];
+    if (!is_transient(g.tensors[x].kind)) {
+      ++live[c];  // live throughout
+    } else if (first[x] >= 0) {
+      events.push_back({first[x], +1, c});
+      events.push_back({last[x] + 1, -1, c});
+    }
+  }
+  for (OpId o = 0; o < m; ++o)
+    if (t.workspace_size[o] >= 0) {
+      events.push_back({pos[o], +1, cls[t.workspace_size[o]]});
+      events.push_back({pos[o] + 1, -1, cls[t.workspace_size[o]]});
+    }
+  // Ends before starts at the same position: an item ending at p-1 frees its
+  // object before one starting at p needs it.
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return a.pos != b.pos ? a.pos < b.pos : a.delta < b.delta;
+  });
+  peak = live;
+  for (const Event& e : events) {
+    live[e.cls] += e.delta;
+    peak[e.cls] = std::max(peak[e.cls], live[e.cls]);
+  }
+  return peak;
+}
+
+bool repair_counts(const SizeTable& t, std::span<const int32_t> min, int64_t budget,
+                   Allocation& a) {
+  const auto bytes = class_bytes(t, a.cls);
+  const int nc = a.num_classes();
+  int64_t floor_bytes = 0;
+  for (int c = 0; c < nc; ++c) {
+    a.cnt[c] = std::max(a.cnt[c], min[c]);
+    floor_bytes += bytes[c] * min[c];
+  }
+  if (floor_bytes > budget) return false;
+  auto total_at = [&](double f) {
+    int64_t sum = 0;
+    for (int c = 0; c < nc; ++c)
+      sum += bytes[c] * (min[c] + static_cast<int64_t>((a.cnt[c] - min[c]) * f));
+    return sum;
+  };
+  if (total_at(1.0) <= budget) return true;
+  const std::vector<int32_t> desired = a.cnt;
+  double lo = 0, hi = 1;  // total_at(lo) fits, total_at(hi) does not
+  for (int iter = 0; iter < 50; ++iter) {
+    const double mid = (lo + hi) / 2;
+    (total_at(mid) <= budget ? lo : hi) = mid;
+  }
+  for (int c = 0; c < nc; ++c)
+    a.cnt[c] = min[c] + static_cast<int32_t>((a.cnt[c] - min[c]) * lo);
+  // Spend what rounding left over, largest classes first, up to the counts
+  // asked for, so that no budget is wasted.
+  int64_t left = budget - pool_bytes(t, a);
+  for (int c = nc - 1; c >= 0 && left > 0; --c) {
+    const int64_t add = std::min<int64_t>(desired[c] - a.cnt[c], left / bytes[c]);
+    if (add <= 0) continue;
+    a.cnt[c] += static_cast<int32_t>(add);
+    left -= add * bytes[c];
+  }
+  SA_CHECK(pool_bytes(t, a) <= budget, "repair_counts left {} > budget {}", pool_bytes(t, a),
+           budget);
+  return true;
+}
+
+bool default_allocation(const Graph& g, const SizeTable& t, std::span<const OpId> order,
+                        int64_t budget, Allocation* out, std::string* why) {
+  Allocation a;
+  a.cls.resize(t.num_sizes());
+  for (int i = 0; i < t.num_sizes(); ++i)
+    a.cls[i] = i;
+  a.cnt = demand_counts(g, t, a.cls, order);
+  const auto min = min_counts(g, t, a.cls);
+  if (!repair_counts(t, min, budget, a)) {
+    if (why) *why = explain_min_pool(g, t, a.cls);
+    return false;
+  }
+  *out = std::move(a);
+  return true;
+}
+
+std::string explain_min_pool(const Graph& g, const SizeTable& t, std::span<const ClassId> cls) {
+  OpId hungriest = kNoOp;
+  const int64_t need = min_budget(g, &hungriest);
+  const auto min = min_counts(g, t, cls);
+  const auto bytes = class_bytes(t, cls);
+  int64_t floor_bytes = 0;
+  for (size_t c = 0; c < min.size(); ++c)
+    floor_bytes += bytes[c] * min[c];
+  std::string s = fmt::format(
+      "the pool needs at least {} ({} B) so that every op can hold what it "
+      "touches at once",
+      format_bytes(floor_bytes), floor_bytes);
+  if (hungriest != kNoOp)
+    s += fmt::format("; op {} ({}) alone touches {} ({} B)", hungriest, g.ops[hungriest].type,
+                     format_bytes(need), need);
+  return s;
+}
+
+int64_t min_budget(const Graph& g, OpId* hungriest) {
+  int64_t best = 0;
+  OpId arg = kNoOp;
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    int64_t sum = g.ops[o].workspace_bytes;
+    for_each_access(g.ops[o], [&](TensorId x, Access) { sum += g.tensors[x].bytes; });
+    if (sum > best) {
+      best = sum;
+      arg = o;
+    }
+  }
+  if (hungriest) *hungriest = arg;
+  return best;
+}
+
+}  // namespace sa

@@ -1,0 +1,143 @@
+#pragma once
+// The Plan: the spine of swapadvisor. Search produces it, the simulator
+// predicts it, the verifier checks it, the runtime executes it and the report
+// draws it. It is plain data with dense ids; docs/plan-format.md documents its
+// JSON form.
+//
+// Note [Plan semantics]
+// ---------------------
+// * Memory is a pool carved from one device arena of `memory_budget` bytes:
+//   size class c has class_count[c] objects of class_bytes[c] bytes each.
+//   Objects are numbered class by class; object k of class c sits at arena
+//   offset  sum_{c' < c} class_count[c'] * class_bytes[c'] + k * class_bytes[c].
+//   Every tensor belongs to one class (tensor_class) and, while on the device,
+//   occupies one object of that class. An op's workspace occupies an object of
+//   workspace_class[op] while the op runs.
+// * `steps` lists every action. Each step runs on one stream: compute steps on
+//   the compute stream, swap-ins on host→device, swap-outs on device→host;
+//   drops (free an object without a copy, the host copy being current) take
+//   no time and run on no stream. A stream runs its steps in the order they
+//   appear in `steps`; a step also waits for every step in its `waits`.
+//   Every wait refers to an earlier step, so `steps` is itself a valid issue
+//   order for a runtime with one host thread.
+// * A compute step for op o uses, for its k-th access in for_each_access()
+//   order (outputs, inputs, updates), object access_objects[access_begin[o] + k],
+//   and for its workspace (if any) the object right after those.
+// * A swap-in copies a tensor's host copy into an object; a swap-out copies an
+//   object's tensor to its host copy; after a swap-out or drop the object is
+//   free. A transient's object is also free after its last access.
+// * initial_resident lists the persistent tensors that are on the device, in
+//   the given objects and at their latest value, when the iteration starts;
+//   the plan must leave them there, at their latest value, when it ends. This
+//   makes the planned iteration the steady state: the next one starts where
+//   this one ended. All other tensors start in host memory only.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace sa {
+
+using StepId = int32_t;
+using ObjectId = int32_t;
+using ClassId = int32_t;
+inline constexpr ObjectId kNoObject = -1;
+
+enum class StepKind : uint8_t { kCompute, kSwapIn, kSwapOut, kDrop };
+enum class Stream : uint8_t { kCompute = 0, kH2D = 1, kD2H = 2, kNone = 3 };
+inline constexpr int kNumStreams = 3;  // real streams: compute, H2D, D2H
+
+constexpr Stream stream_of(StepKind k) {
+  switch (k) {
+    case StepKind::kCompute:
+      return Stream::kCompute;
+    case StepKind::kSwapIn:
+      return Stream::kH2D;
+    case StepKind::kSwapOut:
+      return Stream::kD2H;
+    case StepKind::kDrop:
+      return Stream::kNone;
+  }
+  return Stream::kNone;
+}
+std::string_view to_string(StepKind k);  // "compute", "swap_in", "swap_out", "drop"
+std::string_view to_string(Stream s);    // "compute", "h2d", "d2h", "none"
+
+struct Step {
+  StepKind kind = StepKind::kCompute;
+  int32_t subject = 0;          // compute: the OpId; otherwise the TensorId
+  ObjectId object = kNoObject;  // swaps and drops: the object; compute: kNoObject
+  int32_t wait_begin = 0;       // waits are Plan::waits[wait_begin, wait_end)
+  int32_t wait_end = 0;
+};
+
+struct Pool {
+  std::vector<int64_t> class_bytes;  // object size of each class
+  std::vector<int32_t> class_count;  // number of objects of each class
+
+  int num_classes() const { return static_cast<int>(class_bytes.size()); }
+  int64_t total_bytes() const;
+  int num_objects() const;
+  // Derived layout, valid after finalize(): first object of each class and
+  // each object's class and arena offset.
+  void finalize();
+  ClassId class_of(ObjectId o) const { return object_class[o]; }
+  int64_t offset_of(ObjectId o) const { return object_offset[o]; }
+  int64_t bytes_of(ObjectId o) const { return class_bytes[object_class[o]]; }
+  ObjectId first_object(ClassId c) const { return class_first[c]; }
+
+  std::vector<ObjectId> class_first;
+  std::vector<ClassId> object_class;
+  std::vector<int64_t> object_offset;
+};
+
+struct ResidentTensor {
+  TensorId tensor;
+  ObjectId object;
+};
+
+struct Plan {
+  std::string method;         // who made it: "swapadvisor", "odswap", ...
+  int64_t memory_budget = 0;  // bytes; pool.total_bytes() <= memory_budget
+  std::vector<OpId> order;    // the compute order
+  Pool pool;
+  std::vector<ClassId> tensor_class;     // per tensor
+  std::vector<ClassId> workspace_class;  // per op; -1 when it has no workspace
+  std::vector<Step> steps;
+  std::vector<StepId> waits;
+  std::vector<int32_t> access_begin;  // per op, size num_ops + 1
+  std::vector<ObjectId> access_objects;
+  std::vector<ResidentTensor> initial_resident;
+
+  int num_steps() const { return static_cast<int>(steps.size()); }
+  std::span<const StepId> waits_of(StepId s) const {
+    return {waits.data() + steps[s].wait_begin, waits.data() + steps[s].wait_end};
+  }
+  std::span<const ObjectId> objects_of(OpId o) const {
+    return {access_objects.data() + access_begin[o], access_objects.data() + access_begin[o + 1]};
+  }
+  void clear();  // empties everything, keeping capacity (for reuse in search)
+};
+
+// Number of objects a compute step of op uses: its accesses plus one for a
+// workspace.
+inline int num_access_slots(const Op& op) {
+  return static_cast<int>(op.inputs.size() + op.outputs.size() + op.updates.size()) +
+         (op.workspace_bytes > 0 ? 1 : 0);
+}
+
+// Bytes each way that the plan copies.
+struct PlanTraffic {
+  int64_t swap_in_bytes = 0;
+  int64_t swap_out_bytes = 0;
+  int swap_ins = 0;
+  int swap_outs = 0;
+  int drops = 0;
+};
+PlanTraffic plan_traffic(const Graph& g, const Plan& p);
+
+}  // namespace sa

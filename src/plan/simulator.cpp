@@ -1,0 +1,200 @@
+#include "plan/simulator.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+namespace sa {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kUnknown = -1;
+
+}  // namespace
+
+SimResult Simulator::run(const Graph& g, const Plan& p, std::span<const double> op_us,
+                         const DeviceProfile& d, const SimOptions& options) {
+  SimResult r;
+  const int num_steps = p.num_steps();
+  for (auto& q : queue_)
+    q.clear();
+  for (StepId s = 0; s < num_steps; ++s) {
+    const Stream st = stream_of(p.steps[s].kind);
+    if (st != Stream::kNone) queue_[static_cast<int>(st)].push_back(s);
+  }
+  finish_.assign(num_steps, kUnknown);
+  if (options.record_timeline) start_.assign(num_steps, 0);
+
+  // The finish time of a step, or kUnknown. Drops finish with their last wait.
+  auto finish_of = [&](StepId s) -> double {
+    if (finish_[s] != kUnknown || p.steps[s].kind != StepKind::kDrop) return finish_[s];
+    double f = 0;
+    for (StepId w : p.waits_of(s)) {
+      const double fw = finish_[w];  // drops never wait on drops
+      if (fw == kUnknown) return kUnknown;
+      f = std::max(f, fw);
+    }
+    finish_[s] = f;
+    if (options.record_timeline) start_[s] = f;
+    return f;
+  };
+  auto ready = [&](StepId s) {
+    for (StepId w : p.waits_of(s))
+      if (finish_of(w) == kUnknown) return false;
+    return true;
+  };
+
+  const double h2d = d.h2d_bytes_per_us(), d2h = d.d2h_bytes_per_us();
+  const double duplex_scale = std::min(1.0, d.duplex_bytes_per_us() / (h2d + d2h));
+  size_t head[kNumStreams] = {0, 0, 0};
+  StepId active[kNumStreams] = {-1, -1, -1};
+  double end_c = 0;                    // compute: end time of the active step
+  double remaining[kNumStreams] = {};  // copies: bytes left
+  double now = 0, last_compute_end = 0;
+
+  while (true) {
+    for (int st = 0; st < kNumStreams; ++st) {
+      if (active[st] >= 0 || head[st] >= queue_[st].size()) continue;
+      const StepId s = queue_[st][head[st]];
+      if (!ready(s)) continue;
+      ++head[st];
+      active[st] = s;
+      if (options.record_timeline) start_[s] = now;
+      const Step& step = p.steps[s];
+      if (st == 0) {
+        const double t = op_us[step.subject];
+        r.compute_us += t;
+        end_c = now + t;
+      } else {
+        const double bytes = static_cast<double>(g.tensors[step.subject].bytes);
+        remaining[st] = bytes;
+        (st == 1 ? r.swap_in_bytes : r.swap_out_bytes) += g.tensors[step.subject].bytes;
+      }
+    }
+    const bool both = active[1] >= 0 && active[2] >= 0;
+    const double rate[kNumStreams] = {0, h2d * (both ? duplex_scale : 1.0),
+                                      d2h * (both ? duplex_scale : 1.0)};
+    double t_end[kNumStreams] = {kInf, kInf, kInf};
+    if (active[0] >= 0) t_end[0] = end_c;
+    for (int st = 1; st < kNumStreams; ++st)
+      if (active[st] >= 0) t_end[st] = now + remaining[st] / rate[st];
+    const double t = std::min({t_end[0], t_end[1], t_end[2]});
+    if (t == kInf) {
+      bool done = true;
+      for (int st = 0; st < kNumStreams; ++st)
+        done = done && head[st] >= queue_[st].size();
+      if (done) break;
+      r.ok = false;
+      for (int st = 0; st < kNumStreams; ++st)
+        if (head[st] < queue_[st].size()) {
+          const StepId s = queue_[st][head[st]];
+          r.error = fmt::format(
+              "deadlock at {:.1f} us: {} step {} on the {} stream waits for a step "
+              "that can never finish",
+              now, to_string(p.steps[s].kind), s, to_string(static_cast<Stream>(st)));
+          break;
+        }
+      return r;
+    }
+    for (int st = 1; st < kNumStreams; ++st)
+      if (active[st] >= 0) remaining[st] -= rate[st] * (t - now);
+    now = t;
+    for (int st = 0; st < kNumStreams; ++st) {
+      if (active[st] < 0 || t_end[st] != t) continue;
+      finish_[active[st]] = now;
+      if (st == 0) last_compute_end = now;
+      active[st] = -1;
+    }
+  }
+
+  r.ok = true;
+  r.iteration_us = now;
+  r.stall_us = std::max(0.0, last_compute_end - r.compute_us);
+  if (options.record_timeline) {
+    // Drops never waited on are resolved here too.
+    for (StepId s = 0; s < num_steps; ++s)
+      finish_of(s);
+    r.timeline.resize(num_steps);
+    for (StepId s = 0; s < num_steps; ++s)
+      r.timeline[s] = {start_[s], finish_[s]};
+    r.memory = memory_profile(g, p, r.timeline, r.iteration_us, &r.peak_device_bytes);
+  }
+  return r;
+}
+
+std::vector<MemoryPoint> memory_profile(const Graph& g, const Plan& p,
+                                        std::span<const StepTiming> timeline, double end_us,
+                                        int64_t* peak) {
+  const int num_objects = p.pool.num_objects();
+  const int n = g.num_tensors();
+  struct Tenancy {
+    int32_t item = -1;  // tensor, or n + op for a workspace
+    double begin = 0, last = 0;
+  };
+  std::vector<Tenancy> cur(num_objects);
+  std::vector<std::pair<double, int64_t>> events;  // (time, +bytes / -bytes)
+  auto close = [&](ObjectId o, double at) {
+    if (cur[o].item < 0) return;
+    events.push_back({cur[o].begin, p.pool.bytes_of(o)});
+    events.push_back({std::max(at, cur[o].begin), -p.pool.bytes_of(o)});
+    cur[o].item = -1;
+  };
+  auto open = [&](ObjectId o, int32_t item, double at) {
+    close(o, cur[o].last);
+    cur[o] = {item, at, at};
+  };
+  std::vector<uint8_t> kept(num_objects, 0);
+  for (const ResidentTensor& r : p.initial_resident) {
+    cur[r.object] = {r.tensor, 0, 0};
+  }
+  for (StepId s = 0; s < p.num_steps(); ++s) {
+    const Step& st = p.steps[s];
+    const StepTiming& t = timeline[s];
+    switch (st.kind) {
+      case StepKind::kSwapIn:
+        open(st.object, st.subject, t.start_us);
+        break;
+      case StepKind::kSwapOut:
+      case StepKind::kDrop:
+        if (cur[st.object].item == st.subject) {
+          cur[st.object].last = std::max(cur[st.object].last, t.end_us);
+          close(st.object, cur[st.object].last);
+        }
+        break;
+      case StepKind::kCompute: {
+        const Op& op = g.ops[st.subject];
+        auto objs = p.objects_of(st.subject);
+        int k = 0;
+        auto touch = [&](int32_t item) {
+          const ObjectId o = objs[k++];
+          if (cur[o].item != item) open(o, item, t.start_us);
+          cur[o].last = std::max(cur[o].last, t.end_us);
+        };
+        for_each_access(op, [&](TensorId x, Access) { touch(x); });
+        if (op.workspace_bytes > 0) touch(n + st.subject);
+        break;
+      }
+    }
+  }
+  // Initial residents still in their objects stay until the end.
+  for (const ResidentTensor& r : p.initial_resident)
+    if (cur[r.object].item == r.tensor) kept[r.object] = 1;
+  for (ObjectId o = 0; o < num_objects; ++o)
+    close(o, kept[o] ? end_us : cur[o].last);
+  std::sort(events.begin(), events.end());
+  std::vector<MemoryPoint> out;
+  int64_t bytes = 0, best = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    bytes += events[i].second;
+    if (i + 1 < events.size() && events[i + 1].first == events[i].first) continue;
+    out.push_back({events[i].first, bytes});
+    best = std::max(best, bytes);
+  }
+  if (peak) *peak = best;
+  return out;
+}
+
+}  // namespace sa

@@ -1,0 +1,79 @@
+#pragma once
+// The three-stream simulator: predicts how long a Plan's iteration takes.
+//
+// Note [Simulated streams]
+// ------------------------
+// Compute, host→device (H2D) and device→host (D2H) streams each run their
+// steps in Plan order; a step starts when its stream is free and every step
+// it waits for has finished. A compute step lasts its op time. A copy moves
+// the tensor's bytes at its direction's bandwidth when it runs alone; when
+// both directions run at once they share the duplex total: each direction's
+// rate is scaled by min(1, duplex / (h2d + d2h)). Rates change only when a
+// copy starts or ends, so the simulation is exact between events:
+//
+//   time →   0     10    20    30
+//   h2d      [== 12 GB/s ==][10 GB/s]
+//   d2h                   [10 GB/s]...     (V100: 12 each alone, 20 together)
+//
+// A drop takes no time: it finishes when the last step it waits for does.
+// The simulated iteration is the steady state (the plan's initial resident
+// set is on the device at time 0) and ends when every stream is done.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cost/device.h"
+#include "graph/graph.h"
+#include "plan/plan.h"
+
+namespace sa {
+
+struct StepTiming {
+  double start_us = 0;
+  double end_us = 0;
+};
+
+struct MemoryPoint {
+  double time_us;
+  int64_t bytes;  // device bytes held by occupied objects from time_us on
+};
+
+struct SimResult {
+  bool ok = false;
+  std::string error;        // set when !ok (a deadlock: the plan is broken)
+  double iteration_us = 0;  // when the last step ends
+  double compute_us = 0;    // sum of compute step times
+  double stall_us = 0;      // time the compute stream waited on copies
+  int64_t swap_in_bytes = 0;
+  int64_t swap_out_bytes = 0;
+  int64_t peak_device_bytes = 0;     // with record_timeline only
+  std::vector<StepTiming> timeline;  // per step, with record_timeline only
+  std::vector<MemoryPoint> memory;   // with record_timeline only
+};
+
+struct SimOptions {
+  bool record_timeline = false;  // also fills timeline, memory, peak_device_bytes
+};
+
+class Simulator {
+ public:
+  SimResult run(const Graph& g, const Plan& p, std::span<const double> op_us,
+                const DeviceProfile& d, const SimOptions& options = {});
+
+ private:
+  std::vector<StepId> queue_[kNumStreams];
+  std::vector<double> finish_;
+  std::vector<double> start_;
+};
+
+// Device bytes in use over time: an object is in use from the start of the
+// step that puts a tensor in it (a swap-in or the creating op) until the
+// tensor's last step on it ends (its last access, swap-out or drop); objects
+// of the initial resident set are in use throughout.
+std::vector<MemoryPoint> memory_profile(const Graph& g, const Plan& p,
+                                        std::span<const StepTiming> timeline, double end_us,
+                                        int64_t* peak);
+
+}  // namespace sa

@@ -1,0 +1,85 @@
+#pragma once
+// The swap planner: given an op order and a size-class allocation, decides
+// every swap and emits a Plan (plan/plan.h).
+//
+// Note [Swap planning]
+// --------------------
+// The planner walks the order once per pass. Before op i runs, every item it
+// touches (inputs, updates, outputs, workspace) needs an object of its class:
+//   - a free object if the class has one (the one freed earliest), else
+//   - an evicted one: among the class's residents not used by op i, the one
+//     whose next use is furthest (Belady; LRU for the odswap baseline),
+//     preferring victims whose last use is long enough ago for the copies the
+//     eviction needs to finish before op i (paper: the eviction threshold).
+// An evicted tensor whose device copy is newer than its host copy, and that
+// is needed again (later in the iteration, or at its end for persistent
+// tensors), is swapped out; any other is dropped without a copy.
+// A tensor's object is freed right after its last access if it is transient.
+//
+// Decisions are taken at the op that needs the object, but copies run as
+// early as the object allows: a swap-in waits only for the previous tenant of
+// its object to be released (its last user, then its swap-out or drop), so it
+// is issued right after that release, not when the op needs it:
+//     last-user(W1) → swap-out(W1) → swap-in(W3) → op3
+// Each copy stream runs in order of release position, which keeps the plan
+// free of deadlock (every wait points to an earlier step).
+//
+// Steady state (two passes and more): pass 0 assumes no tensor starts on the
+// device and writes every modified persistent tensor back at the end. The
+// persistent tensors still resident at its end become the initial resident
+// set R of the next pass, which starts with them in the same objects. A pass
+// is consistent when every tensor of R is still in its object at the end;
+// the tensors of R that were evicted leave R and the pass is repeated (R only
+// shrinks, so this ends). If no pass is consistent within the limit, the plan
+// of pass 0 is used.
+// Tensors of R that are updated during the iteration start dirty (their host
+// copy was not written back in the previous iteration).
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cost/device.h"
+#include "graph/graph.h"
+#include "plan/allocation.h"
+#include "plan/plan.h"
+
+namespace sa {
+
+enum class EvictionPolicy : uint8_t { kBelady, kLru };
+
+struct PlannerOptions {
+  EvictionPolicy eviction = EvictionPolicy::kBelady;
+  bool steady_state = true;  // keep persistent tensors resident across iterations
+  int max_passes = 4;        // passes after pass 0 to find a consistent resident set
+  // A victim is preferred when the time since its last use (in op time along
+  // the order) is at least threshold x the copy time its eviction enables.
+  double eviction_threshold = 1.0;
+  int threshold_scan = 16;  // candidates examined for the threshold
+};
+
+class SwapPlanner {
+ public:
+  // The graph, sizes and times must outlive the planner.
+  SwapPlanner(const Graph& g, const SizeTable& sizes, std::span<const double> op_us,
+              const DeviceProfile& device);
+  ~SwapPlanner();
+  SwapPlanner(const SwapPlanner&) = delete;
+  SwapPlanner& operator=(const SwapPlanner&) = delete;
+
+  // Plans order (a topological order) with allocation a (well formed, pool
+  // within budget). Returns false with *why when some op touches more items
+  // of a class at once than the class has objects.
+  bool plan(std::span<const OpId> order, const Allocation& a, int64_t budget,
+            const PlannerOptions& options, Plan* out, std::string* why = nullptr);
+
+ private:
+  struct State;
+  const Graph& g_;
+  const SizeTable& sizes_;
+  std::span<const double> op_us_;
+  DeviceProfile device_;
+  State* s_;  // reusable buffers
+};
+
+}  // namespace sa
