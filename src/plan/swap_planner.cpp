@@ -50,419 +50,519 @@ int rank_of(StepKind k) {
 
 }  // namespace
 
-struct SwapPlanner::State {
-  // Fixed per graph.
-  int n = 0, m = 0, num_items = 0;
-  std::vector<ItemKind> item_kind;
-  std::vector<int64_t> item_bytes;
-  std::vector<uint8_t> updated;  // persistent tensor modified during the iteration
-  std::vector<int32_t> access_begin;
+// One walk over the order (a pass) and everything it needs, kept between
+// calls so that the search does not reallocate.
+class SwapPlanner::Pass {
+ public:
+  Pass(const Graph& g, const SizeTable& sizes, std::span<const double> op_us,
+       const DeviceProfile& device);
 
-  // Per plan() call.
-  std::vector<int32_t> pos;
-  std::vector<double> prefix;  // prefix[i]: op time before position i
-  std::vector<int32_t> use_begin, uses;
-  std::vector<ClassId> item_class;
-  std::vector<int64_t> class_bytes;
-  std::vector<int32_t> class_first;  // objects of class c: [class_first[c], class_first[c+1])
-  int num_objects = 0;
+  // Per plan(): classes, positions and uses. False with *why if some op
+  // touches more items of a class than cnt gives (checked when check_counts).
+  bool prepare(std::span<const OpId> order, const Allocation& a, const PlannerOptions& opt,
+               const Directives* directives, bool check_counts, std::string* why);
+  // Runs the passes of Note [Swap planning] with cnt objects per class and
+  // returns the initial resident set of the pass whose steps are kept.
+  std::vector<ResidentTensor> run_passes(std::span<const int32_t> cnt);
+  void emit(std::span<const int32_t> cnt, int64_t budget, std::vector<ResidentTensor> resident,
+            Plan* out);
+
+  std::vector<int32_t> peak_in_use;  // per class, over every pass since run_passes began
+  int num_ops() const { return m_; }
+  const Graph& graph() const { return g_; }
+  const SizeTable& sizes() const { return sizes_; }
+
+ private:
+  bool run(const std::vector<ResidentTensor>& resident);
+  void place_op(int i);
+  void after_op(int i, StepId compute);
+  void fetch(ItemId x, int i);
+
+  int num_uses(ItemId x) const { return use_begin_[x + 1] - use_begin_[x]; }
+  bool needed_later(ItemId x) const { return cursor_[x] < num_uses(x); }
+  bool needs_copy(ItemId v) const {
+    return dirty_[v] && (needed_later(v) || kind_[v] == ItemKind::kPersistent);
+  }
+  int64_t victim_key(ItemId x) const;
+  void push_heap_entry(ItemId x);
+  StepId add_step(StepKind kind, int32_t subject, ObjectId obj, int32_t key_pos,
+                  std::initializer_list<StepId> waits);
+  void release(ObjectId obj, StepId compute, StepId copy, int32_t pos);
+  void ring_push(ClassId c, ObjectId obj);
+  ObjectId ring_pop(ClassId c);
+  void evict(ItemId v);
+  ObjectId acquire(ItemId x, int i, bool swap_in);
+
+  // Fixed per graph.
+  const Graph& g_;
+  const SizeTable& sizes_;
+  std::span<const double> op_us_;
+  const DeviceProfile device_;
+  const int n_, m_, num_items_;
+  std::vector<ItemKind> kind_;
+  std::vector<int64_t> bytes_;
+  std::vector<uint8_t> updated_;  // persistent tensor modified during the iteration
+  std::vector<int32_t> access_begin_;
+
+  // Per plan().
+  std::span<const OpId> order_;
+  PlannerOptions opt_;
+  const Directives* dir_ = nullptr;
+  int nc_ = 0;
+  std::vector<double> prefix_;  // prefix_[i]: op time before position i
+  std::vector<int32_t> use_begin_, uses_;
+  std::vector<ClassId> class_;
+  std::vector<int64_t> class_bytes_;
+  std::vector<int32_t> class_first_;  // objects of class c: [class_first_[c], class_first_[c+1])
+  int num_objects_ = 0;
 
   // Per pass.
-  std::vector<ObjectId> item_obj;
-  std::vector<uint8_t> dirty;
-  std::vector<int32_t> cursor, last_pos, pinned;
-  std::vector<StepId> last_step, arrival;
-  std::vector<uint32_t> stamp;
-  std::vector<ItemId> obj_tenant;
-  std::vector<StepId> rel_compute, rel_copy;
-  std::vector<int32_t> rel_pos;
-  std::vector<ObjectId> ring;  // free objects, a ring per class over its object range
-  std::vector<int32_t> ring_head, ring_size;
-  std::vector<std::vector<HeapEntry>> heaps;
-  std::vector<HeapEntry> popped;
-  std::vector<TempStep> steps;
-  std::vector<StepId> waits, scratch;
-  std::vector<ObjectId> access_objects;
-  std::vector<ResidentTensor> resident_at_end;
+  std::vector<ObjectId> obj_of_;
+  std::vector<uint8_t> dirty_;
+  std::vector<int32_t> cursor_, last_pos_, pinned_;
+  std::vector<StepId> last_step_, arrival_;
+  std::vector<uint32_t> stamp_;
+  std::vector<ItemId> tenant_;
+  std::vector<StepId> rel_compute_, rel_copy_;
+  std::vector<int32_t> rel_pos_;
+  std::vector<ObjectId> ring_;  // free objects: a ring per class over its object range
+  std::vector<int32_t> ring_head_, ring_size_;
+  std::vector<std::vector<HeapEntry>> heaps_;
+  std::vector<HeapEntry> popped_;
+  std::vector<TempStep> steps_;
+  std::vector<StepId> waits_, scratch_;
+  std::vector<ObjectId> access_objects_;
+  std::vector<ResidentTensor> resident_at_end_;
+  StepId last_compute_ = -1;
 };
 
-SwapPlanner::SwapPlanner(const Graph& g, const SizeTable& sizes, std::span<const double> op_us,
-                         const DeviceProfile& device)
-    : g_(g), sizes_(sizes), op_us_(op_us), device_(device), s_(new State) {
-  State& s = *s_;
-  s.n = g.num_tensors();
-  s.m = g.num_ops();
-  s.num_items = s.n + s.m;
-  s.item_kind.assign(s.num_items, ItemKind::kTransient);
-  s.item_bytes.assign(s.num_items, 0);
-  s.updated.assign(s.num_items, 0);
-  for (TensorId x = 0; x < s.n; ++x) {
+SwapPlanner::Pass::Pass(const Graph& g, const SizeTable& sizes, std::span<const double> op_us,
+                        const DeviceProfile& device)
+    : g_(g),
+      sizes_(sizes),
+      op_us_(op_us),
+      device_(device),
+      n_(g.num_tensors()),
+      m_(g.num_ops()),
+      num_items_(n_ + m_) {
+  kind_.assign(num_items_, ItemKind::kTransient);
+  bytes_.assign(num_items_, 0);
+  updated_.assign(num_items_, 0);
+  for (TensorId x = 0; x < n_; ++x) {
     const TensorKind k = g.tensors[x].kind;
-    s.item_kind[x] = is_persistent(k)          ? ItemKind::kPersistent
-                     : k == TensorKind::kInput ? ItemKind::kInput
-                                               : ItemKind::kTransient;
-    s.item_bytes[x] = g.tensors[x].bytes;
+    kind_[x] = is_persistent(k)          ? ItemKind::kPersistent
+               : k == TensorKind::kInput ? ItemKind::kInput
+                                         : ItemKind::kTransient;
+    bytes_[x] = g.tensors[x].bytes;
   }
-  for (OpId o = 0; o < s.m; ++o) {
-    s.item_bytes[s.n + o] = g.ops[o].workspace_bytes;
+  access_begin_.assign(m_ + 1, 0);
+  for (OpId o = 0; o < m_; ++o) {
+    bytes_[n_ + o] = g.ops[o].workspace_bytes;
     for (TensorId x : g.ops[o].updates)
-      s.updated[x] = 1;
+      updated_[x] = 1;
+    access_begin_[o + 1] = access_begin_[o] + num_access_slots(g.ops[o]);
   }
-  s.access_begin.assign(s.m + 1, 0);
-  for (OpId o = 0; o < s.m; ++o)
-    s.access_begin[o + 1] = s.access_begin[o] + num_access_slots(g.ops[o]);
 }
 
-SwapPlanner::~SwapPlanner() {
-  delete s_;
-}
-
-bool SwapPlanner::plan(std::span<const OpId> order, const Allocation& a, int64_t budget,
-                       const PlannerOptions& opt, Plan* out, std::string* why) {
-  State& s = *s_;
-  const int n = s.n, m = s.m;
-  SA_CHECK(static_cast<int>(order.size()) == m, "order has {} ops, graph {}", order.size(), m);
-  SA_CHECK(is_well_formed(sizes_, a), "malformed allocation");
-  const int nc = a.num_classes();
-
-  // Classes, objects and the feasibility of every op.
-  s.class_bytes = sa::class_bytes(sizes_, a.cls);
-  s.class_first.assign(nc + 1, 0);
-  for (int c = 0; c < nc; ++c)
-    s.class_first[c + 1] = s.class_first[c] + a.cnt[c];
-  s.num_objects = s.class_first[nc];
-  int64_t total = 0;
-  for (int c = 0; c < nc; ++c)
-    total += s.class_bytes[c] * a.cnt[c];
-  SA_CHECK(total <= budget, "pool of {} bytes over the budget of {}", total, budget);
-  s.item_class.assign(s.num_items, -1);
-  for (TensorId x = 0; x < n; ++x)
-    s.item_class[x] = a.cls[sizes_.tensor_size[x]];
-  for (OpId o = 0; o < m; ++o)
-    if (sizes_.workspace_size[o] >= 0) s.item_class[n + o] = a.cls[sizes_.workspace_size[o]];
-  {
+bool SwapPlanner::Pass::prepare(std::span<const OpId> order, const Allocation& a,
+                                const PlannerOptions& opt, const Directives* directives,
+                                bool check_counts, std::string* why) {
+  order_ = order;
+  opt_ = opt;
+  dir_ = directives;
+  nc_ = a.num_classes();
+  class_bytes_ = sa::class_bytes(sizes_, a.cls);
+  class_.assign(num_items_, -1);
+  for (TensorId x = 0; x < n_; ++x)
+    class_[x] = a.cls[sizes_.tensor_size[x]];
+  for (OpId o = 0; o < m_; ++o)
+    if (sizes_.workspace_size[o] >= 0) class_[n_ + o] = a.cls[sizes_.workspace_size[o]];
+  if (check_counts) {
     const auto need = min_counts(g_, sizes_, a.cls);
-    for (int c = 0; c < nc; ++c)
+    for (int c = 0; c < nc_; ++c)
       if (need[c] > a.cnt[c]) {
         if (why)
           *why = fmt::format(
               "class {} ({}) has {} objects but some op touches {} of its items at once", c,
-              format_bytes(s.class_bytes[c]), a.cnt[c], need[c]);
+              format_bytes(class_bytes_[c]), a.cnt[c], need[c]);
         return false;
       }
   }
-
-  // Positions, op-time prefix and every item's uses in position order.
-  s.pos.assign(m, 0);
-  for (int i = 0; i < m; ++i)
-    s.pos[order[i]] = i;
-  s.prefix.assign(m + 1, 0);
-  for (int i = 0; i < m; ++i)
-    s.prefix[i + 1] = s.prefix[i] + op_us_[order[i]];
-  s.use_begin.assign(s.num_items + 1, 0);
-  for (OpId o = 0; o < m; ++o) {
-    for_each_access(g_.ops[o], [&](TensorId x, Access) { ++s.use_begin[x + 1]; });
-    if (g_.ops[o].workspace_bytes > 0) ++s.use_begin[n + o + 1];
+  // The op-time prefix and every item's uses in position order.
+  prefix_.assign(m_ + 1, 0);
+  for (int i = 0; i < m_; ++i)
+    prefix_[i + 1] = prefix_[i] + op_us_[order[i]];
+  use_begin_.assign(num_items_ + 1, 0);
+  for (OpId o = 0; o < m_; ++o) {
+    for_each_access(g_.ops[o], [&](TensorId x, Access) { ++use_begin_[x + 1]; });
+    if (g_.ops[o].workspace_bytes > 0) ++use_begin_[n_ + o + 1];
   }
-  for (int x = 0; x < s.num_items; ++x)
-    s.use_begin[x + 1] += s.use_begin[x];
-  s.uses.resize(s.use_begin[s.num_items]);
-  {
-    std::vector<int32_t>& fill = s.cursor;  // borrowed as a fill pointer
-    fill.assign(s.use_begin.begin(), s.use_begin.end() - 1);
-    for (int i = 0; i < m; ++i) {
-      const OpId o = order[i];
-      for_each_access(g_.ops[o], [&](TensorId x, Access) { s.uses[fill[x]++] = i; });
-      if (g_.ops[o].workspace_bytes > 0) s.uses[fill[n + o]++] = i;
+  for (int x = 0; x < num_items_; ++x)
+    use_begin_[x + 1] += use_begin_[x];
+  uses_.resize(use_begin_[num_items_]);
+  std::vector<int32_t>& fill = cursor_;  // borrowed as fill pointers
+  fill.assign(use_begin_.begin(), use_begin_.end() - 1);
+  for (int i = 0; i < m_; ++i) {
+    const OpId o = order[i];
+    for_each_access(g_.ops[o], [&](TensorId x, Access) { uses_[fill[x]++] = i; });
+    if (g_.ops[o].workspace_bytes > 0) uses_[fill[n_ + o]++] = i;
+  }
+  return true;
+}
+
+int64_t SwapPlanner::Pass::victim_key(ItemId x) const {
+  if (opt_.eviction == EvictionPolicy::kLru) return -static_cast<int64_t>(last_pos_[x]);
+  if (needed_later(x)) return uses_[use_begin_[x] + cursor_[x]];
+  // Persistent tensors are next used in the next iteration.
+  return num_uses(x) > 0 ? static_cast<int64_t>(m_) + uses_[use_begin_[x]] : INT64_MAX / 2;
+}
+
+void SwapPlanner::Pass::push_heap_entry(ItemId x) {
+  auto& h = heaps_[class_[x]];
+  h.push_back({victim_key(x), x, stamp_[x]});
+  std::push_heap(h.begin(), h.end());
+}
+
+StepId SwapPlanner::Pass::add_step(StepKind kind, int32_t subject, ObjectId obj, int32_t key_pos,
+                                   std::initializer_list<StepId> waits) {
+  const int32_t begin = static_cast<int32_t>(waits_.size());
+  for (StepId w : waits)
+    if (w >= 0) waits_.push_back(w);
+  steps_.push_back({kind, subject, obj, key_pos, begin, static_cast<int32_t>(waits_.size())});
+  return static_cast<StepId>(steps_.size()) - 1;
+}
+
+void SwapPlanner::Pass::release(ObjectId obj, StepId compute, StepId copy, int32_t pos) {
+  rel_compute_[obj] = compute;
+  rel_copy_[obj] = copy;
+  rel_pos_[obj] = pos;
+  tenant_[obj] = -1;
+}
+
+void SwapPlanner::Pass::ring_push(ClassId c, ObjectId obj) {
+  const int32_t cap = class_first_[c + 1] - class_first_[c];
+  ring_[class_first_[c] + (ring_head_[c] + ring_size_[c]) % cap] = obj;
+  ++ring_size_[c];
+}
+
+ObjectId SwapPlanner::Pass::ring_pop(ClassId c) {
+  if (ring_size_[c] == 0) return kNoObject;
+  const int32_t cap = class_first_[c + 1] - class_first_[c];
+  const ObjectId obj = ring_[class_first_[c] + ring_head_[c]];
+  ring_head_[c] = (ring_head_[c] + 1) % cap;
+  --ring_size_[c];
+  peak_in_use[c] = std::max(peak_in_use[c], cap - ring_size_[c]);
+  return obj;
+}
+
+// Frees v's object, copying v out first if its device copy is newer and
+// still needed. The object's next tenant waits for that.
+void SwapPlanner::Pass::evict(ItemId v) {
+  const ObjectId obj = obj_of_[v];
+  const StepKind kind = needs_copy(v) ? StepKind::kSwapOut : StepKind::kDrop;
+  const StepId step = add_step(kind, v, obj, last_pos_[v], {last_step_[v]});
+  if (kind == StepKind::kSwapOut) dirty_[v] = 0;
+  release(obj, last_step_[v], step, last_pos_[v]);
+  obj_of_[v] = kNoObject;
+  ++stamp_[v];
+}
+
+// An object of x's class for x, needed before position i.
+ObjectId SwapPlanner::Pass::acquire(ItemId x, int i, bool swap_in) {
+  const ClassId c = class_[x];
+  ObjectId obj = ring_pop(c);
+  if (obj != kNoObject) return obj;
+  auto& h = heaps_[c];
+  popped_.clear();
+  int chosen = -1, first_valid = -1, valid = 0;
+  while (!h.empty() && valid < opt_.threshold_scan) {
+    std::pop_heap(h.begin(), h.end());
+    const HeapEntry e = h.back();
+    h.pop_back();
+    const ItemId v = e.item;
+    if (e.stamp != stamp_[v] || obj_of_[v] == kNoObject) continue;  // stale
+    popped_.push_back(e);
+    if (pinned_[v] == i || (dir_ && !dir_->never_evict.empty() && dir_->never_evict[v])) continue;
+    ++valid;
+    if (first_valid < 0) first_valid = static_cast<int>(popped_.size()) - 1;
+    const double need = (swap_in ? bytes_[x] / device_.h2d_bytes_per_us() : 0.0) +
+                        (needs_copy(v) ? bytes_[v] / device_.d2h_bytes_per_us() : 0.0);
+    const double elapsed = prefix_[i] - prefix_[last_pos_[v] + 1];
+    if (elapsed >= opt_.eviction_threshold * need) {
+      chosen = static_cast<int>(popped_.size()) - 1;
+      break;
     }
   }
-
-  auto num_uses = [&](ItemId x) { return s.use_begin[x + 1] - s.use_begin[x]; };
-  auto copy_us_in = [&](ItemId x) { return s.item_bytes[x] / device_.h2d_bytes_per_us(); };
-  auto copy_us_out = [&](ItemId x) { return s.item_bytes[x] / device_.d2h_bytes_per_us(); };
-
-  // Victim key: larger is evicted first.
-  auto victim_key = [&](ItemId x) -> int64_t {
-    if (opt.eviction == EvictionPolicy::kLru) return -static_cast<int64_t>(s.last_pos[x]);
-    if (s.cursor[x] < num_uses(x)) return s.uses[s.use_begin[x] + s.cursor[x]];
-    // Persistent tensors are next used in the next iteration.
-    return num_uses(x) > 0 ? static_cast<int64_t>(m) + s.uses[s.use_begin[x]] : INT64_MAX / 2;
-  };
-  auto push_heap_entry = [&](ItemId x) {
-    auto& h = s.heaps[s.item_class[x]];
-    h.push_back({victim_key(x), x, s.stamp[x]});
+  if (chosen < 0) chosen = first_valid;
+  for (int k = 0; k < static_cast<int>(popped_.size()); ++k) {
+    if (k == chosen) continue;
+    h.push_back(popped_[k]);
     std::push_heap(h.begin(), h.end());
+  }
+  if (chosen < 0) return kNoObject;
+  const ItemId v = popped_[chosen].item;
+  obj = obj_of_[v];
+  evict(v);
+  return obj;
+}
+
+// A directed swap-in of x, issued once the op at position i-1 has run.
+void SwapPlanner::Pass::fetch(ItemId x, int i) {
+  if (obj_of_[x] != kNoObject || !needed_later(x)) return;
+  if (kind_[x] == ItemKind::kTransient && cursor_[x] == 0) return;  // not created yet
+  const ObjectId obj = acquire(x, i, true);
+  SA_CHECK(obj != kNoObject, "no object to fetch tensor {} before position {}", x, i);
+  arrival_[x] = add_step(StepKind::kSwapIn, x, obj, std::max(rel_pos_[obj], i - 1),
+                         {rel_compute_[obj], rel_copy_[obj], last_compute_});
+  obj_of_[x] = obj;
+  tenant_[obj] = x;
+}
+
+void SwapPlanner::Pass::place_op(int i) {
+  const OpId o = order_[i];
+  const Op& op = g_.ops[o];
+  scratch_.clear();
+  int slot = access_begin_[o];
+  auto place = [&](ItemId x, Access access) {
+    if (access == Access::kCreate) {
+      const ObjectId obj = acquire(x, i, false);
+      SA_CHECK(obj != kNoObject, "no object for item {} of op {}", x, o);
+      obj_of_[x] = obj;
+      tenant_[obj] = x;
+      if (rel_copy_[obj] >= 0) scratch_.push_back(rel_copy_[obj]);
+    } else if (obj_of_[x] == kNoObject) {
+      const ObjectId obj = acquire(x, i, true);
+      SA_CHECK(obj != kNoObject, "no object to bring tensor {} back for op {}", x, o);
+      arrival_[x] =
+          add_step(StepKind::kSwapIn, x, obj, rel_pos_[obj], {rel_compute_[obj], rel_copy_[obj]});
+      obj_of_[x] = obj;
+      tenant_[obj] = x;
+    }
+    if (arrival_[x] >= 0) {
+      scratch_.push_back(arrival_[x]);
+      arrival_[x] = -1;
+    }
+    access_objects_[slot++] = obj_of_[x];
   };
-  auto emit = [&](StepKind kind, int32_t subject, ObjectId obj, int32_t key_pos,
-                  std::initializer_list<StepId> waits) -> StepId {
-    const int32_t begin = static_cast<int32_t>(s.waits.size());
-    for (StepId w : waits)
-      if (w >= 0) s.waits.push_back(w);
-    s.steps.push_back({kind, subject, obj, key_pos, begin, static_cast<int32_t>(s.waits.size())});
-    return static_cast<StepId>(s.steps.size()) - 1;
+  for_each_access(op, place);
+  if (op.workspace_bytes > 0) place(n_ + o, Access::kCreate);
+}
+
+void SwapPlanner::Pass::after_op(int i, StepId compute) {
+  const OpId o = order_[i];
+  const Op& op = g_.ops[o];
+  auto after = [&](ItemId x, Access access) {
+    last_step_[x] = compute;
+    last_pos_[x] = i;
+    ++cursor_[x];
+    if (access != Access::kRead) dirty_[x] = 1;
+    ++stamp_[x];  // its heap entry is stale: its key changed
+    const ObjectId obj = obj_of_[x];
+    if (needed_later(x) || kind_[x] == ItemKind::kPersistent) {
+      push_heap_entry(x);
+      return;
+    }
+    // Last use in the iteration: transients die, inputs are dropped.
+    const StepId drop =
+        kind_[x] == ItemKind::kInput ? add_step(StepKind::kDrop, x, obj, i, {compute}) : -1;
+    release(obj, compute, drop, i);
+    obj_of_[x] = kNoObject;
+    ring_push(class_[x], obj);
   };
-  auto release = [&](ObjectId obj, StepId compute, StepId copy, int32_t pos) {
-    s.rel_compute[obj] = compute;
-    s.rel_copy[obj] = copy;
-    s.rel_pos[obj] = pos;
-    s.obj_tenant[obj] = -1;
-  };
-  auto ring_push = [&](ClassId c, ObjectId obj) {
-    const int32_t cap = s.class_first[c + 1] - s.class_first[c];
-    s.ring[s.class_first[c] + (s.ring_head[c] + s.ring_size[c]) % cap] = obj;
-    ++s.ring_size[c];
-  };
-  auto ring_pop = [&](ClassId c) -> ObjectId {
-    if (s.ring_size[c] == 0) return kNoObject;
-    const int32_t cap = s.class_first[c + 1] - s.class_first[c];
-    const ObjectId obj = s.ring[s.class_first[c] + s.ring_head[c]];
-    s.ring_head[c] = (s.ring_head[c] + 1) % cap;
-    --s.ring_size[c];
-    return obj;
-  };
-  auto needs_copy = [&](ItemId v) {
-    return s.dirty[v] && (s.cursor[v] < num_uses(v) || s.item_kind[v] == ItemKind::kPersistent);
-  };
-  auto evict = [&](ItemId v) {
-    const ObjectId obj = s.item_obj[v];
-    const StepKind kind = needs_copy(v) ? StepKind::kSwapOut : StepKind::kDrop;
-    const StepId step = emit(kind, v, obj, s.last_pos[v], {s.last_step[v]});
-    if (kind == StepKind::kSwapOut) s.dirty[v] = 0;
-    release(obj, s.last_step[v], step, s.last_pos[v]);
-    s.item_obj[v] = kNoObject;
-    ++s.stamp[v];
-  };
-  // An object of x's class for x, needed before position i.
-  auto acquire = [&](ItemId x, int i, bool swap_in) -> ObjectId {
-    const ClassId c = s.item_class[x];
-    ObjectId obj = ring_pop(c);
-    if (obj != kNoObject) return obj;
-    auto& h = s.heaps[c];
-    s.popped.clear();
-    int chosen = -1, first_valid = -1, valid = 0;
-    while (!h.empty() && valid < opt.threshold_scan) {
-      std::pop_heap(h.begin(), h.end());
-      const HeapEntry e = h.back();
-      h.pop_back();
-      const ItemId v = e.item;
-      if (e.stamp != s.stamp[v] || s.item_obj[v] == kNoObject) continue;  // stale
-      s.popped.push_back(e);
-      if (s.pinned[v] == i) continue;
-      ++valid;
-      if (first_valid < 0) first_valid = static_cast<int>(s.popped.size()) - 1;
-      const double need = (swap_in ? copy_us_in(x) : 0.0) + (needs_copy(v) ? copy_us_out(v) : 0.0);
-      const double elapsed = s.prefix[i] - s.prefix[s.last_pos[v] + 1];
-      if (elapsed >= opt.eviction_threshold * need) {
-        chosen = static_cast<int>(s.popped.size()) - 1;
-        break;
+  for_each_access(op, after);
+  if (op.workspace_bytes > 0) after(n_ + o, Access::kCreate);
+}
+
+bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident) {
+  const int items = num_items_;
+  obj_of_.assign(items, kNoObject);
+  dirty_.assign(items, 0);
+  cursor_.assign(items, 0);
+  last_pos_.assign(items, -1);
+  pinned_.assign(items, -1);
+  last_step_.assign(items, -1);
+  arrival_.assign(items, -1);
+  stamp_.assign(items, 0);
+  tenant_.assign(num_objects_, -1);
+  rel_compute_.assign(num_objects_, -1);
+  rel_copy_.assign(num_objects_, -1);
+  rel_pos_.assign(num_objects_, -1);
+  ring_.assign(num_objects_, kNoObject);
+  ring_head_.assign(nc_, 0);
+  ring_size_.assign(nc_, 0);
+  heaps_.resize(nc_);
+  for (auto& h : heaps_)
+    h.clear();
+  steps_.clear();
+  waits_.clear();
+  access_objects_.assign(access_begin_[m_], kNoObject);
+  resident_at_end_.clear();
+  last_compute_ = -1;
+
+  for (const ResidentTensor& r : resident) {
+    obj_of_[r.tensor] = r.object;
+    tenant_[r.object] = r.tensor;
+    dirty_[r.tensor] = updated_[r.tensor];
+    push_heap_entry(r.tensor);
+  }
+  for (ClassId c = 0; c < nc_; ++c) {
+    for (ObjectId obj = class_first_[c]; obj < class_first_[c + 1]; ++obj)
+      if (tenant_[obj] < 0) ring_push(c, obj);
+    const int32_t cap = class_first_[c + 1] - class_first_[c];
+    peak_in_use[c] = std::max(peak_in_use[c], cap - ring_size_[c]);
+  }
+
+  for (int i = 0; i < m_; ++i) {
+    const OpId o = order_[i];
+    const Op& op = g_.ops[o];
+    for_each_access(op, [&](TensorId x, Access) { pinned_[x] = i; });
+    if (op.workspace_bytes > 0) pinned_[n_ + o] = i;
+    if (dir_ && !dir_->fetch_before.empty())
+      for (TensorId x : dir_->fetch_before[i])
+        fetch(x, i);
+    place_op(i);
+    std::sort(scratch_.begin(), scratch_.end());
+    scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+    const int32_t wb = static_cast<int32_t>(waits_.size());
+    waits_.insert(waits_.end(), scratch_.begin(), scratch_.end());
+    steps_.push_back(
+        {StepKind::kCompute, o, kNoObject, i, wb, static_cast<int32_t>(waits_.size())});
+    last_compute_ = static_cast<StepId>(steps_.size()) - 1;
+    after_op(i, last_compute_);
+    if (dir_ && !dir_->evict_after.empty())
+      for (TensorId x : dir_->evict_after[i]) {
+        const ObjectId obj = obj_of_[x];
+        if (obj == kNoObject) continue;
+        evict(x);
+        ring_push(class_[x], obj);
       }
-    }
-    if (chosen < 0) chosen = first_valid;
-    for (int k = 0; k < static_cast<int>(s.popped.size()); ++k) {
-      if (k == chosen) continue;
-      h.push_back(s.popped[k]);
-      std::push_heap(h.begin(), h.end());
-    }
-    if (chosen < 0) return kNoObject;
-    const ItemId v = s.popped[chosen].item;
-    obj = s.item_obj[v];
-    evict(v);
-    return obj;
-  };
+  }
 
-  // One pass over the order, starting with `resident` on the device. Fills
-  // s.steps/s.waits/s.access_objects and s.resident_at_end; returns whether
-  // every tensor of `resident` ends in its starting object.
-  auto run_pass = [&](const std::vector<ResidentTensor>& resident) -> bool {
-    const int items = s.num_items;
-    s.item_obj.assign(items, kNoObject);
-    s.dirty.assign(items, 0);
-    s.cursor.assign(items, 0);
-    s.last_pos.assign(items, -1);
-    s.pinned.assign(items, -1);
-    s.last_step.assign(items, -1);
-    s.arrival.assign(items, -1);
-    s.stamp.assign(items, 0);
-    s.obj_tenant.assign(s.num_objects, -1);
-    s.rel_compute.assign(s.num_objects, -1);
-    s.rel_copy.assign(s.num_objects, -1);
-    s.rel_pos.assign(s.num_objects, -1);
-    s.ring.assign(s.num_objects, kNoObject);
-    s.ring_head.assign(nc, 0);
-    s.ring_size.assign(nc, 0);
-    s.heaps.resize(nc);
-    for (auto& h : s.heaps)
-      h.clear();
-    s.steps.clear();
-    s.waits.clear();
-    s.access_objects.assign(s.access_begin[m], kNoObject);
-    s.resident_at_end.clear();
+  // The end of the iteration: tensors of `resident` that are still in their
+  // objects stay; every other persistent tensor on the device is written
+  // back if modified, else dropped.
+  std::vector<uint8_t> keep(num_objects_, 0);
+  bool consistent = true;
+  for (const ResidentTensor& r : resident) {
+    if (obj_of_[r.tensor] == r.object)
+      keep[r.object] = 1;
+    else
+      consistent = false;
+  }
+  for (TensorId x = 0; x < n_; ++x) {
+    const ObjectId obj = obj_of_[x];
+    if (obj == kNoObject) continue;
+    SA_CHECK(kind_[x] == ItemKind::kPersistent, "tensor {} resident after its last use", x);
+    resident_at_end_.push_back({x, obj});
+    if (keep[obj]) continue;
+    add_step(dirty_[x] ? StepKind::kSwapOut : StepKind::kDrop, x, obj, last_pos_[x],
+             {last_step_[x]});
+  }
+  return consistent;
+}
 
-    for (const ResidentTensor& r : resident) {
-      s.item_obj[r.tensor] = r.object;
-      s.obj_tenant[r.object] = r.tensor;
-      s.dirty[r.tensor] = s.updated[r.tensor];
-      push_heap_entry(r.tensor);
-    }
-    for (ClassId c = 0; c < nc; ++c)
-      for (ObjectId obj = s.class_first[c]; obj < s.class_first[c + 1]; ++obj)
-        if (s.obj_tenant[obj] < 0) ring_push(c, obj);
-
-    for (int i = 0; i < m; ++i) {
-      const OpId o = order[i];
-      const Op& op = g_.ops[o];
-      for_each_access(op, [&](TensorId x, Access) { s.pinned[x] = i; });
-      const bool has_ws = op.workspace_bytes > 0;
-      if (has_ws) s.pinned[n + o] = i;
-      s.scratch.clear();
-      int slot = s.access_begin[o];
-      bool ok = true;
-      auto place = [&](ItemId x, Access access) {
-        if (!ok) return;
-        if (access == Access::kCreate) {
-          const ObjectId obj = acquire(x, i, false);
-          if (obj == kNoObject) return void(ok = false);
-          s.item_obj[x] = obj;
-          s.obj_tenant[obj] = x;
-          if (s.rel_copy[obj] >= 0) s.scratch.push_back(s.rel_copy[obj]);
-        } else if (s.item_obj[x] == kNoObject) {
-          const ObjectId obj = acquire(x, i, true);
-          if (obj == kNoObject) return void(ok = false);
-          s.arrival[x] = emit(StepKind::kSwapIn, x, obj, s.rel_pos[obj],
-                              {s.rel_compute[obj], s.rel_copy[obj]});
-          s.item_obj[x] = obj;
-          s.obj_tenant[obj] = x;
-        }
-        if (s.arrival[x] >= 0) {
-          s.scratch.push_back(s.arrival[x]);
-          s.arrival[x] = -1;
-        }
-        s.access_objects[slot++] = s.item_obj[x];
-      };
-      for_each_access(op, [&](TensorId x, Access a) { place(x, a); });
-      if (has_ws) place(n + o, Access::kCreate);
-      SA_CHECK(ok, "no object for op {} at position {} despite the minimum counts", o, i);
-      std::sort(s.scratch.begin(), s.scratch.end());
-      s.scratch.erase(std::unique(s.scratch.begin(), s.scratch.end()), s.scratch.end());
-      const int32_t wb = static_cast<int32_t>(s.waits.size());
-      s.waits.insert(s.waits.end(), s.scratch.begin(), s.scratch.end());
-      s.steps.push_back(
-          {StepKind::kCompute, o, kNoObject, i, wb, static_cast<int32_t>(s.waits.size())});
-      const StepId c = static_cast<StepId>(s.steps.size()) - 1;
-
-      auto after = [&](ItemId x, Access access) {
-        s.last_step[x] = c;
-        s.last_pos[x] = i;
-        ++s.cursor[x];
-        if (access != Access::kRead) s.dirty[x] = 1;
-        ++s.stamp[x];  // its heap entry is stale: key changed
-        const ObjectId obj = s.item_obj[x];
-        if (s.cursor[x] < num_uses(x) || s.item_kind[x] == ItemKind::kPersistent) {
-          push_heap_entry(x);
-          return;
-        }
-        // Last use in the iteration: transients die, inputs are dropped.
-        StepId copy = -1;
-        if (s.item_kind[x] == ItemKind::kInput) copy = emit(StepKind::kDrop, x, obj, i, {c});
-        release(obj, c, copy, i);
-        s.item_obj[x] = kNoObject;
-        ring_push(s.item_class[x], obj);
-      };
-      for_each_access(op, [&](TensorId x, Access a) { after(x, a); });
-      if (has_ws) after(n + o, Access::kCreate);
-    }
-
-    // The end of the iteration: tensors of `resident` that are still in their
-    // objects stay; every other persistent tensor on the device is written
-    // back if modified, else dropped.
-    std::vector<uint8_t> keep(s.num_objects, 0);
-    bool consistent = true;
-    for (const ResidentTensor& r : resident) {
-      if (s.item_obj[r.tensor] == r.object)
-        keep[r.object] = 1;
-      else
-        consistent = false;
-    }
-    for (TensorId x = 0; x < n; ++x) {
-      const ObjectId obj = s.item_obj[x];
-      if (obj == kNoObject) continue;
-      SA_CHECK(s.item_kind[x] == ItemKind::kPersistent, "tensor {} resident after its last use", x);
-      s.resident_at_end.push_back({x, obj});
-      if (keep[obj]) continue;
-      const StepKind kind = s.dirty[x] ? StepKind::kSwapOut : StepKind::kDrop;
-      emit(kind, x, obj, s.last_pos[x], {s.last_step[x]});
-    }
-    return consistent;
-  };
+std::vector<ResidentTensor> SwapPlanner::Pass::run_passes(std::span<const int32_t> cnt) {
+  class_first_.assign(nc_ + 1, 0);
+  for (int c = 0; c < nc_; ++c)
+    class_first_[c + 1] = class_first_[c] + cnt[c];
+  num_objects_ = class_first_[nc_];
+  peak_in_use.assign(nc_, 0);
 
   std::vector<ResidentTensor> resident;
-  run_pass(resident);
-  if (opt.steady_state && !s.resident_at_end.empty()) {
-    resident = s.resident_at_end;
-    bool consistent = false;
-    for (int pass = 0; pass < opt.max_passes && !resident.empty(); ++pass) {
-      if (run_pass(resident)) {
-        consistent = true;
-        break;
-      }
-      // Keep the tensors of R that stayed in their objects.
-      std::vector<ResidentTensor> kept;
-      for (const ResidentTensor& r : resident)
-        if (s.item_obj[r.tensor] == r.object) kept.push_back(r);
-      resident = std::move(kept);
-    }
-    if (!consistent) {
-      resident.clear();
-      run_pass(resident);
-    }
+  run(resident);
+  if (!opt_.steady_state || resident_at_end_.empty()) return resident;
+  resident = resident_at_end_;
+  for (int pass = 0; pass < opt_.max_passes && !resident.empty(); ++pass) {
+    if (run(resident)) return resident;
+    // Keep the tensors of R that stayed in their objects.
+    std::vector<ResidentTensor> kept;
+    for (const ResidentTensor& r : resident)
+      if (obj_of_[r.tensor] == r.object) kept.push_back(r);
+    resident = std::move(kept);
   }
+  resident.clear();
+  run(resident);
+  return resident;
+}
 
-  // Order the steps: counting sort on (key_pos, rank), stable.
+void SwapPlanner::Pass::emit(std::span<const int32_t> cnt, int64_t budget,
+                             std::vector<ResidentTensor> resident, Plan* out) {
+  // Order the steps: a stable counting sort on (key_pos, rank).
   Plan& p = *out;
   p.clear();
-  const int num_steps = static_cast<int>(s.steps.size());
-  const int buckets = (m + 1) * 3;
+  const int num_steps = static_cast<int>(steps_.size());
+  const int buckets = (m_ + 1) * 3;
   std::vector<int32_t> bucket_begin(buckets + 1, 0);
   auto bucket_of = [&](const TempStep& t) { return (t.key_pos + 1) * 3 + rank_of(t.kind); };
-  for (const TempStep& t : s.steps)
+  for (const TempStep& t : steps_)
     ++bucket_begin[bucket_of(t) + 1];
   for (int b = 0; b < buckets; ++b)
     bucket_begin[b + 1] += bucket_begin[b];
-  std::vector<StepId> new_id(num_steps);
+  std::vector<StepId> new_id(num_steps), old_of(num_steps);
   for (int k = 0; k < num_steps; ++k)
-    new_id[k] = bucket_begin[bucket_of(s.steps[k])]++;
-  p.steps.resize(num_steps);
-  std::vector<StepId> old_of(num_steps);
+    new_id[k] = bucket_begin[bucket_of(steps_[k])]++;
   for (int k = 0; k < num_steps; ++k)
     old_of[new_id[k]] = k;
-  p.waits.reserve(s.waits.size());
+  p.steps.resize(num_steps);
+  p.waits.reserve(waits_.size());
   for (StepId id = 0; id < num_steps; ++id) {
-    const TempStep& t = s.steps[old_of[id]];
+    const TempStep& t = steps_[old_of[id]];
     Step& st = p.steps[id];
     st.kind = t.kind;
     st.subject = t.subject;
     st.object = t.object;
     st.wait_begin = static_cast<int32_t>(p.waits.size());
     for (int w = t.wait_begin; w < t.wait_end; ++w) {
-      const StepId target = new_id[s.waits[w]];
+      const StepId target = new_id[waits_[w]];
       SA_CHECK(target < id, "step {} waits for later step {}", id, target);
       p.waits.push_back(target);
     }
     st.wait_end = static_cast<int32_t>(p.waits.size());
   }
-
   p.memory_budget = budget;
-  p.order.assign(order.begin(), order.end());
-  p.pool.class_bytes = s.class_bytes;
-  p.pool.class_count = a.cnt;
+  p.order.assign(order_.begin(), order_.end());
+  p.pool.class_bytes = class_bytes_;
+  p.pool.class_count.assign(cnt.begin(), cnt.end());
   p.pool.finalize();
-  p.tensor_class.assign(s.item_class.begin(), s.item_class.begin() + n);
-  p.workspace_class.assign(s.item_class.begin() + n, s.item_class.end());
-  p.access_begin = s.access_begin;
-  p.access_objects = s.access_objects;
-  p.initial_resident = resident;
-  std::sort(p.initial_resident.begin(), p.initial_resident.end(),
+  p.tensor_class.assign(class_.begin(), class_.begin() + n_);
+  p.workspace_class.assign(class_.begin() + n_, class_.end());
+  p.access_begin = access_begin_;
+  p.access_objects = access_objects_;
+  std::sort(resident.begin(), resident.end(),
             [](const ResidentTensor& a, const ResidentTensor& b) { return a.tensor < b.tensor; });
+  p.initial_resident = std::move(resident);
+}
+
+SwapPlanner::SwapPlanner(const Graph& g, const SizeTable& sizes, std::span<const double> op_us,
+                         const DeviceProfile& device)
+    : pass_(std::make_unique<Pass>(g, sizes, op_us, device)) {}
+
+SwapPlanner::~SwapPlanner() = default;
+
+bool SwapPlanner::plan(std::span<const OpId> order, const Allocation& a, int64_t budget,
+                       const PlannerOptions& options, Plan* out, std::string* why,
+                       const Directives* directives) {
+  SA_CHECK(static_cast<int>(order.size()) == pass_->num_ops(), "order has {} ops, graph {}",
+           order.size(), pass_->num_ops());
+  SA_CHECK(is_well_formed(pass_->sizes(), a), "malformed allocation");
+  const bool unbounded = directives && directives->unbounded;
+  if (!unbounded) {
+    const int64_t pool = pool_bytes(pass_->sizes(), a);
+    SA_CHECK(pool <= budget, "pool of {} bytes over the budget of {}", pool, budget);
+  }
+  if (!pass_->prepare(order, a, options, directives, !unbounded, why)) return false;
+  if (!unbounded) {
+    auto resident = pass_->run_passes(a.cnt);
+    pass_->emit(a.cnt, budget, std::move(resident), out);
+    return true;
+  }
+  // Measure what the rules need with room for everything, then plan with
+  // exactly that.
+  const auto room = demand_counts(pass_->graph(), pass_->sizes(), a.cls, order);
+  pass_->run_passes(room);
+  const std::vector<int32_t> need = pass_->peak_in_use;
+  auto resident = pass_->run_passes(need);
+  pass_->emit(need, budget, std::move(resident), out);
   return true;
 }
 

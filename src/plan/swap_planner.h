@@ -35,6 +35,7 @@
 // Tensors of R that are updated during the iteration start dirty (their host
 // copy was not written back in the previous iteration).
 
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -58,6 +59,24 @@ struct PlannerOptions {
   int threshold_scan = 16;  // candidates examined for the threshold
 };
 
+// Rules that override the policy, for the rule-based baselines (vDNN,
+// swap-all, TFLMS), indexed by position in the order.
+struct Directives {
+  // evict_after[i]: tensors evicted right after the op at position i (copied
+  // out first when their device copy is newer than the host's and still
+  // needed).
+  std::vector<std::vector<TensorId>> evict_after;
+  // fetch_before[i]: tensors swapped in once the op at position i-1 has run
+  // (not earlier), for use at position i or later.
+  std::vector<std::vector<TensorId>> fetch_before;
+  // Per tensor: never evicted by the policy once on the device.
+  std::vector<uint8_t> never_evict;
+  // Ignore the allocation's counts: give every class as many objects as the
+  // directives make necessary (nothing is evicted by the policy). The plan's
+  // pool then says how much memory the rules need; it may exceed the budget.
+  bool unbounded = false;
+};
+
 class SwapPlanner {
  public:
   // The graph, sizes and times must outlive the planner.
@@ -71,15 +90,12 @@ class SwapPlanner {
   // within budget). Returns false with *why when some op touches more items
   // of a class at once than the class has objects.
   bool plan(std::span<const OpId> order, const Allocation& a, int64_t budget,
-            const PlannerOptions& options, Plan* out, std::string* why = nullptr);
+            const PlannerOptions& options, Plan* out, std::string* why = nullptr,
+            const Directives* directives = nullptr);
 
  private:
-  struct State;
-  const Graph& g_;
-  const SizeTable& sizes_;
-  std::span<const double> op_us_;
-  DeviceProfile device_;
-  State* s_;  // reusable buffers
+  class Pass;
+  std::unique_ptr<Pass> pass_;  // the walk and its reusable buffers
 };
 
 }  // namespace sa
