@@ -34,7 +34,7 @@ std::string key_component(std::string_view key) {
   for (char c : key)
     plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                       c == '_');
-  return plain ? "." + std::string(key) : "[" + quote(key) + "]";
+  return plain ? fmt::format(".{}", key) : fmt::format("[{}]", quote(key));
 }
 
 // Joins path components ("tensors", "[3]", ".bytes") into "tensors[3].bytes";
