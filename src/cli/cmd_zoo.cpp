@@ -26,7 +26,8 @@ void run_zoo(const ZooArgs& args) {
     return;
   }
   if (args.source.model.empty()) throw Error("zoo: give --list, or --model NAME --batch N -o FILE");
-  if (args.output.empty()) throw Error("zoo: give the output file with -o FILE (.json or .json.gz)");
+  if (args.output.empty())
+    throw Error("zoo: give the output file with -o FILE (.json or .json.gz)");
   const Graph g = args.source.load();
   write_graph(g, args.output);
   fmt::print("wrote {}: {} ops, {} tensors, peak live {}\n", args.output, g.num_ops(),

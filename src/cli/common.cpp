@@ -10,7 +10,8 @@ namespace sa::cli {
 
 void GraphSource::add_options(CLI::App* app) {
   app->add_option("file", file, "graph file in format v1 (.json or .json.gz)");
-  app->add_option("--model", model, "zoo model name instead of a file (see `swapadvisor zoo --list`)");
+  app->add_option("--model", model,
+                  "zoo model name instead of a file (see `swapadvisor zoo --list`)");
   app->add_option("--batch", batch, "batch size for --model")->check(CLI::PositiveNumber);
   app->add_option("--optimizer", optimizer, "optimizer for --model")
       ->check(CLI::IsMember({"sgd", "adam"}));
@@ -33,7 +34,8 @@ Graph GraphSource::load() const {
 }
 
 void print_warnings(const std::vector<std::string>& warnings) {
-  for (const auto& w : warnings) fmt::print(stderr, "swapadvisor: warning: {}\n", w);
+  for (const auto& w : warnings)
+    fmt::print(stderr, "swapadvisor: warning: {}\n", w);
 }
 
 }  // namespace sa::cli

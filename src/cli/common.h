@@ -32,5 +32,7 @@ void print_warnings(const std::vector<std::string>& warnings);
 // Registration of each subcommand (one file each).
 void register_stats(CLI::App& app);
 void register_zoo(CLI::App& app);
+void register_plan(CLI::App& app);
+void register_compare(CLI::App& app);
 
 }  // namespace sa::cli

@@ -3,8 +3,8 @@
 
 #include <exception>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/common.h"
 #include "util/error.h"
@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "swapadvisor 0.1.0");
   sa::cli::register_stats(app);
   sa::cli::register_zoo(app);
+  sa::cli::register_plan(app);
+  sa::cli::register_compare(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,52 @@
+#pragma once
+// Baselines from the literature, producing the same Plan type and evaluated
+// by the same simulator as swapadvisor's search:
+//
+//   ideal     unlimited memory: nothing is swapped (the upper bound)
+//   odswap    on-demand LRU swapping in program order, with swap-ins issued as
+//             early as their object allows (the paper's ODSwap: LRU in the
+//             first iteration, then prefetching in its order)
+//   vdnn      vDNN: the forward activations that conv/matmul ops read are
+//             swapped out after their last forward use and prefetched one
+//             layer (conv/matmul backward op) ahead of their backward use
+//   swap-all  every activation saved for backward goes to host after its last
+//             forward use and is fetched when backward needs it, as PyTorch's
+//             save_on_cpu does
+//   tflms     TFLMS: saved activations only, parameters never swapped, each
+//             swap-in issued a fixed look-ahead (kTflmsLookahead ops) before
+//             its use
+//
+// odswap plans within the budget with the default allocation. The rule-based
+// ones (vdnn, swap-all, tflms) keep everything else on the device; their plan
+// is infeasible when what their rules keep exceeds the budget, which the
+// result says. All use the program order.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plan/plan.h"
+#include "plan/problem.h"
+#include "plan/simulator.h"
+
+namespace sa {
+
+inline constexpr int kTflmsLookahead = 8;  // ops between a swap-in's issue and its use
+
+struct MethodResult {
+  std::string name;
+  bool feasible = false;
+  std::string why;  // when infeasible
+  Plan plan;        // when feasible
+  SimResult sim;    // when feasible; with timeline
+  double planning_seconds = 0;
+  int64_t evaluations = 0;  // plans simulated (1 for the baselines)
+};
+
+// ideal, odswap, vdnn, swap-all, tflms.
+std::vector<std::string> baseline_names();
+
+// Plans and simulates one baseline. Throws sa::Error for an unknown name.
+MethodResult run_baseline(std::string_view name, const Problem& problem);
+
+}  // namespace sa

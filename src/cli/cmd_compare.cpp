@@ -1,0 +1,79 @@
+// `swapadvisor compare`: every method side by side on one graph and budget.
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/planning.h"
+#include "util/units.h"
+
+namespace sa::cli {
+namespace {
+
+void run_compare(const PlanningArgs& args) {
+  const PlanningInputs in = load_planning_inputs(args);
+  const Problem problem(in.graph, in.device, in.budget);
+  print_warnings(problem.warnings);
+  std::vector<std::string> names = {"swapadvisor"};
+  for (const auto& b : baseline_names())
+    names.push_back(b);
+  std::vector<MethodResult> results;
+  for (const auto& name : names)
+    results.push_back(run_method(name, problem, search_options(args)));
+
+  auto samples = [&](const MethodResult& r) {
+    return in.batch ? *in.batch / (r.sim.iteration_us * 1e-6) : 0.0;
+  };
+  if (args.json) {
+    nlohmann::json methods = nlohmann::json::array();
+    for (const auto& r : results) {
+      nlohmann::json j = {{"name", r.name}, {"feasible", r.feasible}};
+      if (r.feasible) {
+        j["iteration_us"] = r.sim.iteration_us;
+        j["throughput_vs_ideal"] = problem.ideal_us / r.sim.iteration_us;
+        if (in.batch) j["samples_per_s"] = samples(r);
+        j["swap_in_bytes"] = r.sim.swap_in_bytes;
+        j["swap_out_bytes"] = r.sim.swap_out_bytes;
+        j["stall_us"] = r.sim.stall_us;
+        j["peak_device_bytes"] = r.sim.peak_device_bytes;
+        j["pool_bytes"] = r.plan.pool.total_bytes();
+        j["planning_seconds"] = r.planning_seconds;
+        j["evaluations"] = r.evaluations;
+      } else {
+        j["why"] = r.why;
+      }
+      methods.push_back(j);
+    }
+    nlohmann::json out = {{"graph", in.graph.name},
+                          {"device", in.device.name},
+                          {"memory_budget_bytes", in.budget},
+                          {"ideal_us", problem.ideal_us},
+                          {"methods", methods}};
+    fmt::print("{}\n", out.dump(2));
+    return;
+  }
+  fmt::print("{} on {}, budget {}; ideal {}\n\n", in.graph.name, in.device.name,
+             describe_budget(in), format_us(problem.ideal_us));
+  fmt::print("{:<12} {:>12} {:>10} {:>9} {:>9} {:>9} {:>11}\n", "method", "iteration ms",
+             "samples/s", "% ideal", "GB in", "GB out", "stall ms");
+  for (const auto& r : results) {
+    if (!r.feasible) {
+      fmt::print("{:<12} infeasible: {}\n", r.name, r.why);
+      continue;
+    }
+    fmt::print("{:<12} {:>12.1f} {:>10} {:>9.1f} {:>9.2f} {:>9.2f} {:>11.1f}\n", r.name,
+               r.sim.iteration_us / 1e3, in.batch ? fmt::format("{:.2f}", samples(r)) : "-",
+               100 * problem.ideal_us / r.sim.iteration_us, r.sim.swap_in_bytes / 1e9,
+               r.sim.swap_out_bytes / 1e9, r.sim.stall_us / 1e3);
+  }
+}
+
+}  // namespace
+
+void register_compare(CLI::App& app) {
+  auto args = std::make_shared<PlanningArgs>();
+  CLI::App* cmd = app.add_subcommand("compare", "every method side by side");
+  args->add_options(cmd);
+  cmd->callback([args] { run_compare(*args); });
+}
+
+}  // namespace sa::cli

@@ -1,0 +1,77 @@
+// `swapadvisor plan`: search for the fastest plan within a memory budget.
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/planning.h"
+#include "plan/plan_io.h"
+#include "util/error.h"
+#include "util/units.h"
+
+namespace sa::cli {
+namespace {
+
+struct PlanArgs {
+  PlanningArgs planning;
+  std::string output;
+  std::string method = "swapadvisor";
+};
+
+void run_plan(const PlanArgs& args) {
+  const PlanningInputs in = load_planning_inputs(args.planning);
+  const Problem problem(in.graph, in.device, in.budget);
+  print_warnings(problem.warnings);
+  const MethodResult r = run_method(args.method, problem, search_options(args.planning));
+  if (!r.feasible)
+    throw sa::Error(fmt::format("{} cannot plan within the budget: {}", r.name, r.why));
+  if (!args.output.empty()) write_plan(in.graph, r.plan, args.output);
+  const SimResult& s = r.sim;
+  if (args.planning.json) {
+    nlohmann::json j = {{"method", r.name},
+                        {"iteration_us", s.iteration_us},
+                        {"ideal_us", problem.ideal_us},
+                        {"throughput_vs_ideal", problem.ideal_us / s.iteration_us},
+                        {"swap_in_bytes", s.swap_in_bytes},
+                        {"swap_out_bytes", s.swap_out_bytes},
+                        {"stall_us", s.stall_us},
+                        {"peak_device_bytes", s.peak_device_bytes},
+                        {"pool_bytes", r.plan.pool.total_bytes()},
+                        {"memory_budget_bytes", in.budget},
+                        {"search_seconds", r.planning_seconds},
+                        {"evaluations", r.evaluations}};
+    if (in.batch) j["samples_per_s"] = *in.batch / (s.iteration_us * 1e-6);
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("graph         {} ({} ops, {} tensors)\n", in.graph.name, in.graph.num_ops(),
+             in.graph.num_tensors());
+  fmt::print("device        {}\n", in.device.name);
+  fmt::print("budget        {}\n", describe_budget(in));
+  fmt::print("method        {} ({:.1f} s, {} evaluations)\n", r.name, r.planning_seconds,
+             r.evaluations);
+  fmt::print(
+      "iteration     {}  ({:.1f}% of the ideal {}){}\n", format_us(s.iteration_us),
+      100 * problem.ideal_us / s.iteration_us, format_us(problem.ideal_us),
+      in.batch ? fmt::format(", {:.2f} samples/s", *in.batch / (s.iteration_us * 1e-6)) : "");
+  fmt::print("compute stall {}\n", format_us(s.stall_us));
+  fmt::print("swapped       {} in, {} out\n", format_bytes(s.swap_in_bytes),
+             format_bytes(s.swap_out_bytes));
+  fmt::print("device memory peak {} of a {} pool ({} classes, {} objects)\n",
+             format_bytes(s.peak_device_bytes), format_bytes(r.plan.pool.total_bytes()),
+             r.plan.pool.num_classes(), r.plan.pool.num_objects());
+  if (!args.output.empty()) fmt::print("plan written  {}\n", args.output);
+}
+
+}  // namespace
+
+void register_plan(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* cmd = app.add_subcommand("plan", "search for the fastest swap plan within a budget");
+  args->planning.add_options(cmd);
+  cmd->add_option("-o,--output", args->output, "write the plan (JSON; .gz to compress)");
+  cmd->add_option("--method", args->method, "swapadvisor (the search) or a baseline")
+      ->capture_default_str();
+  cmd->callback([args] { run_plan(*args); });
+}
+
+}  // namespace sa::cli

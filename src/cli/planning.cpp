@@ -1,0 +1,105 @@
+#include "cli/planning.h"
+
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "graph/stats.h"
+#include "plan/allocation.h"
+#include "util/error.h"
+#include "util/units.h"
+
+namespace sa::cli {
+
+void PlanningArgs::add_options(CLI::App* app) {
+  source.add_options(app);
+  app->add_option("--device", device, "built-in device name or profile file")
+      ->capture_default_str();
+  auto* mem = app->add_option("--memory", memory,
+                              "device memory budget, e.g. 16GB or 11.5GiB (default: the device's)");
+  auto* frac = app->add_option("--memory-fraction", memory_fraction,
+                               "budget as a fraction of the graph's peak live bytes")
+                   ->check(CLI::Range(1e-6, 1e6));
+  mem->excludes(frac);
+  app->add_option("--time-budget", time_budget_s, "search time in seconds (default 10 s)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--evaluations", evaluations, "stop the search after N evaluations")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--threads", threads, "search threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--seed", seed, "search seed")->capture_default_str();
+  app->add_flag("--quiet", quiet, "no progress line on stderr");
+  app->add_flag("--json", json, "print one JSON object");
+}
+
+PlanningInputs load_planning_inputs(const PlanningArgs& args) {
+  PlanningInputs in;
+  in.graph = args.source.load();
+  in.device = load_device(args.device);
+  in.peak_live = peak_live_bytes(in.graph);
+  if (!args.memory.empty()) {
+    auto b = parse_bytes(args.memory);
+    if (!b)
+      throw Error(fmt::format("--memory: cannot read '{}' as a size (e.g. 16GB, 11.5GiB, 4096)",
+                              args.memory));
+    in.budget = *b;
+  } else if (args.memory_fraction > 0) {
+    in.budget = static_cast<int64_t>(static_cast<double>(in.peak_live) * args.memory_fraction);
+  } else {
+    in.budget = in.device.memory_bytes;
+  }
+  OpId op = kNoOp;
+  const int64_t need = min_budget(in.graph, &op);
+  if (in.budget < need)
+    throw Error(fmt::format(
+        "the budget of {} ({} B) is below what op {} ({}{}) touches at once: {} ({} B) for its "
+        "inputs, outputs, updates and workspace",
+        format_bytes(in.budget), in.budget, op, in.graph.ops[op].type,
+        in.graph.ops[op].name.empty() ? "" : ", " + in.graph.ops[op].name, format_bytes(need),
+        need));
+  if (args.source.batch > 0) {
+    in.batch = args.source.batch;
+  } else {
+    for (const Tensor& t : in.graph.tensors)
+      if (t.kind == TensorKind::kInput && !t.shape.empty() && t.shape[0] > 0) {
+        in.batch = static_cast<int>(t.shape[0]);
+        break;
+      }
+  }
+  return in;
+}
+
+SearchOptions search_options(const PlanningArgs& args) {
+  SearchOptions o;
+  o.time_budget_s = args.time_budget_s;
+  o.max_evaluations = args.evaluations;
+  if (o.time_budget_s == 0 && o.max_evaluations == 0) o.time_budget_s = 10;
+  o.threads = args.threads > 0 ? args.threads
+                               : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  o.seed = args.seed;
+  o.progress = !args.quiet;
+  return o;
+}
+
+MethodResult run_method(const std::string& name, const Problem& problem,
+                        const SearchOptions& search) {
+  if (name != "swapadvisor") return run_baseline(name, problem);
+  MethodResult r;
+  r.name = name;
+  SearchResult s = sa::search(problem.graph, problem.dataflow, problem.device, problem.op_us,
+                              problem.budget, search);
+  r.feasible = true;
+  r.plan = std::move(s.plan);
+  r.sim = std::move(s.sim);
+  r.planning_seconds = s.seconds;
+  r.evaluations = s.evaluations;
+  return r;
+}
+
+std::string describe_budget(const PlanningInputs& in) {
+  return fmt::format("{} ({:.0f}% of peak live {})", format_bytes(in.budget),
+                     100.0 * static_cast<double>(in.budget) / static_cast<double>(in.peak_live),
+                     format_bytes(in.peak_live));
+}
+
+}  // namespace sa::cli

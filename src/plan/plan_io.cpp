@@ -1,0 +1,223 @@
+#include "plan/plan_io.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+#include "util/file_io.h"
+
+namespace sa {
+namespace {
+
+using json = nlohmann::json;
+
+uint64_t fnv(uint64_t h, uint64_t v) {
+  for (int i = 0; i < 8; ++i) {
+    h ^= (v >> (8 * i)) & 0xff;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+class PlanReader {
+ public:
+  PlanReader(const Graph& g, std::string_view origin) : g_(g), origin_(origin) {}
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw Error(fmt::format("{}: {}: {}", origin_, where, what));
+  }
+  const json& field(const json& obj, const std::string& where, const char* name) const {
+    if (!obj.is_object()) fail(where, "expected an object");
+    auto it = obj.find(name);
+    if (it == obj.end()) fail(where.empty() ? name : where + "." + name, "missing required field");
+    return *it;
+  }
+  int64_t integer(const json& j, const std::string& where, int64_t lo, int64_t hi) const {
+    if (!j.is_number_integer()) fail(where, fmt::format("expected an integer, got {}", j.dump()));
+    const int64_t v =
+        j.is_number_unsigned() && j.get<uint64_t>() > INT64_MAX ? INT64_MAX : j.get<int64_t>();
+    if (v < lo || v > hi) fail(where, fmt::format("{} is out of range [{}, {}]", v, lo, hi));
+    return v;
+  }
+  const json& array(const json& j, const std::string& where, int64_t size = -1) const {
+    if (!j.is_array()) fail(where, "expected an array");
+    if (size >= 0 && static_cast<int64_t>(j.size()) != size)
+      fail(where, fmt::format("expected {} entries, got {}", size, j.size()));
+    return j;
+  }
+  template <typename T>
+  std::vector<T> ints(const json& j, const std::string& where, int64_t size, int64_t lo,
+                      int64_t hi) const {
+    array(j, where, size);
+    std::vector<T> out;
+    out.reserve(j.size());
+    for (size_t i = 0; i < j.size(); ++i)
+      out.push_back(static_cast<T>(integer(j[i], fmt::format("{}[{}]", where, i), lo, hi)));
+    return out;
+  }
+
+  Plan read(const json& doc) const {
+    if (!doc.is_object()) fail("(document)", "expected an object");
+    if (!doc.contains("format") || doc["format"] != "swapadvisor-plan")
+      fail("format", "expected \"swapadvisor-plan\"");
+    if (!doc.contains("version") || doc["version"] != 1)
+      fail("version", "unsupported version (this reader supports 1)");
+    const int n = g_.num_tensors(), m = g_.num_ops();
+    const json& graph = field(doc, "", "graph");
+    const std::string fp = fmt::format("{:016x}", graph_fingerprint(g_));
+    const json& gfp = field(graph, "graph", "fingerprint");
+    if (!gfp.is_string() || gfp.get<std::string>() != fp)
+      fail("graph.fingerprint",
+           fmt::format("this plan was made for another graph (fingerprint {}, this graph's is {})",
+                       gfp.dump(), fp));
+    Plan p;
+    if (doc.contains("method") && doc["method"].is_string()) p.method = doc["method"];
+    p.memory_budget = integer(field(doc, "", "memory_budget"), "memory_budget", 0, INT64_MAX);
+    p.order = ints<OpId>(field(doc, "", "order"), "order", m, 0, m - 1);
+    const json& pool = field(doc, "", "pool");
+    const json& cb = field(pool, "pool", "class_bytes");
+    array(cb, "pool.class_bytes");
+    const int64_t nc = static_cast<int64_t>(cb.size());
+    p.pool.class_bytes = ints<int64_t>(cb, "pool.class_bytes", nc, 1, int64_t{1} << 50);
+    p.pool.class_count =
+        ints<int32_t>(field(pool, "pool", "class_count"), "pool.class_count", nc, 0, 1 << 24);
+    int64_t objects = 0;
+    for (int32_t k : p.pool.class_count)
+      objects += k;
+    if (objects > (1 << 26)) fail("pool.class_count", "too many objects");
+    p.pool.finalize();
+    const int num_objects = p.pool.num_objects();
+    p.tensor_class = ints<ClassId>(field(doc, "", "tensor_class"), "tensor_class", n, 0, nc - 1);
+    p.workspace_class =
+        ints<ClassId>(field(doc, "", "workspace_class"), "workspace_class", m, -1, nc - 1);
+    const json& access = array(field(doc, "", "access_objects"), "access_objects", m);
+    p.access_begin.assign(m + 1, 0);
+    for (int o = 0; o < m; ++o) {
+      const std::string where = fmt::format("access_objects[{}]", o);
+      auto objs = ints<ObjectId>(access[o], where, num_access_slots(g_.ops[o]), 0, num_objects - 1);
+      p.access_objects.insert(p.access_objects.end(), objs.begin(), objs.end());
+      p.access_begin[o + 1] = static_cast<int32_t>(p.access_objects.size());
+    }
+    const json& resident = array(field(doc, "", "initial_resident"), "initial_resident");
+    for (size_t i = 0; i < resident.size(); ++i) {
+      const std::string where = fmt::format("initial_resident[{}]", i);
+      auto pair = ints<int32_t>(resident[i], where, 2, 0, INT32_MAX);
+      if (pair[0] >= n) fail(where, fmt::format("unknown tensor {}", pair[0]));
+      if (pair[1] >= num_objects) fail(where, fmt::format("unknown object {}", pair[1]));
+      p.initial_resident.push_back({pair[0], pair[1]});
+    }
+    const json& steps = array(field(doc, "", "steps"), "steps");
+    p.steps.reserve(steps.size());
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const std::string where = fmt::format("steps[{}]", i);
+      const json& s = steps[i];
+      if (!s.is_array() || s.size() < 3 || !s[0].is_string())
+        fail(where, "expected [kind, subject, (object,) [waits]]");
+      const std::string kind = s[0];
+      Step st;
+      size_t waits_at = 3;
+      if (kind == "compute") {
+        st.kind = StepKind::kCompute;
+        st.subject = static_cast<int32_t>(integer(s[1], where + "[1]", 0, m - 1));
+        waits_at = 2;
+      } else {
+        if (kind == "swap_in")
+          st.kind = StepKind::kSwapIn;
+        else if (kind == "swap_out")
+          st.kind = StepKind::kSwapOut;
+        else if (kind == "drop")
+          st.kind = StepKind::kDrop;
+        else
+          fail(where + "[0]", fmt::format("unknown step kind \"{}\"", kind));
+        if (s.size() != 4) fail(where, "expected [kind, tensor, object, [waits]]");
+        st.subject = static_cast<int32_t>(integer(s[1], where + "[1]", 0, n - 1));
+        st.object = static_cast<ObjectId>(integer(s[2], where + "[2]", 0, num_objects - 1));
+      }
+      if (s.size() != waits_at + 1) fail(where, "wrong number of entries");
+      const auto waits = ints<StepId>(s[waits_at], fmt::format("{}[{}]", where, waits_at), -1, 0,
+                                      static_cast<int64_t>(i) - 1);
+      st.wait_begin = static_cast<int32_t>(p.waits.size());
+      p.waits.insert(p.waits.end(), waits.begin(), waits.end());
+      st.wait_end = static_cast<int32_t>(p.waits.size());
+      p.steps.push_back(st);
+    }
+    return p;
+  }
+
+ private:
+  const Graph& g_;
+  std::string_view origin_;
+};
+
+}  // namespace
+
+uint64_t graph_fingerprint(const Graph& g) {
+  uint64_t h = 1469598103934665603ull;
+  h = fnv(h, g.tensors.size());
+  for (const Tensor& t : g.tensors)
+    h = fnv(fnv(h, t.bytes), static_cast<uint64_t>(t.kind));
+  h = fnv(h, g.ops.size());
+  for (const Op& op : g.ops) {
+    h = fnv(h, op.workspace_bytes);
+    for (auto* list : {&op.outputs, &op.inputs, &op.updates}) {
+      h = fnv(h, list->size());
+      for (TensorId x : *list)
+        h = fnv(h, x);
+    }
+  }
+  return h;
+}
+
+std::string plan_to_json(const Graph& g, const Plan& p) {
+  std::string out;
+  out.reserve(64 * p.steps.size() + 16 * p.access_objects.size() + 4096);
+  out += fmt::format(
+      "{{\"format\":\"swapadvisor-plan\",\"version\":1,\"method\":{},\n"
+      "\"graph\":{{\"name\":{},\"ops\":{},\"tensors\":{},\"fingerprint\":\"{:016x}\"}},\n"
+      "\"memory_budget\":{},\n\"order\":[{}],\n",
+      json(p.method).dump(), json(g.name).dump(), g.num_ops(), g.num_tensors(),
+      graph_fingerprint(g), p.memory_budget, fmt::join(p.order, ","));
+  out += fmt::format("\"pool\":{{\"class_bytes\":[{}],\"class_count\":[{}]}},\n",
+                     fmt::join(p.pool.class_bytes, ","), fmt::join(p.pool.class_count, ","));
+  out += fmt::format("\"tensor_class\":[{}],\n\"workspace_class\":[{}],\n",
+                     fmt::join(p.tensor_class, ","), fmt::join(p.workspace_class, ","));
+  out += "\"access_objects\":[";
+  for (int o = 0; o < g.num_ops(); ++o)
+    out += fmt::format("{}[{}]", o ? "," : "", fmt::join(p.objects_of(o), ","));
+  out += "],\n\"initial_resident\":[";
+  for (size_t i = 0; i < p.initial_resident.size(); ++i)
+    out += fmt::format("{}[{},{}]", i ? "," : "", p.initial_resident[i].tensor,
+                       p.initial_resident[i].object);
+  out += "],\n\"steps\":[\n";
+  for (StepId s = 0; s < p.num_steps(); ++s) {
+    const Step& st = p.steps[s];
+    if (st.kind == StepKind::kCompute)
+      out += fmt::format("[\"compute\",{},[{}]]", st.subject, fmt::join(p.waits_of(s), ","));
+    else
+      out += fmt::format("[\"{}\",{},{},[{}]]", to_string(st.kind), st.subject, st.object,
+                         fmt::join(p.waits_of(s), ","));
+    out += s + 1 < p.num_steps() ? ",\n" : "\n";
+  }
+  out += "]}\n";
+  return out;
+}
+
+Plan parse_plan(const Graph& g, std::string_view text, std::string_view origin) {
+  json doc;
+  try {
+    doc = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    throw Error(fmt::format("{}: invalid JSON: {}", origin, e.what()));
+  }
+  return PlanReader(g, origin).read(doc);
+}
+
+void write_plan(const Graph& g, const Plan& p, const std::string& path) {
+  write_file(path, plan_to_json(g, p));
+}
+
+Plan read_plan(const Graph& g, const std::string& path) {
+  return parse_plan(g, read_file(path), path);
+}
+
+}  // namespace sa

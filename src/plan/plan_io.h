@@ -1,0 +1,31 @@
+#pragma once
+// The plan file: JSON, versioned, documented in docs/plan-format.md.
+//
+//   sa::write_plan(g, plan, "plan.json");         // .gz for gzip
+//   sa::Plan p = sa::read_plan(g, "plan.json");   // throws sa::Error
+//
+// read_plan checks the file's structure against the graph (sizes, ids in
+// range, waits pointing to earlier steps, the graph's fingerprint), so that
+// every consumer can index the plan safely; whether the plan is *correct* is
+// the verifier's job (plan/verify.h).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "graph/graph.h"
+#include "plan/plan.h"
+
+namespace sa {
+
+// A hash of the graph's structure (tensor sizes and kinds, op accesses), so
+// that a plan is not run against a different graph by mistake.
+uint64_t graph_fingerprint(const Graph& g);
+
+std::string plan_to_json(const Graph& g, const Plan& p);
+Plan parse_plan(const Graph& g, std::string_view json_text, std::string_view origin);
+
+void write_plan(const Graph& g, const Plan& p, const std::string& path);
+Plan read_plan(const Graph& g, const std::string& path);
+
+}  // namespace sa
