@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@ struct Case {
   std::string file;
   std::string expected;  // the message after "<path>: "
 };
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.file;
+}
 
 std::vector<Case> read_manifest() {
   std::vector<Case> cases;
