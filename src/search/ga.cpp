@@ -1,0 +1,446 @@
+#include "search/ga.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cost/op_cost.h"
+#include "plan/allocation.h"
+#include "search/alloc_ops.h"
+#include "search/rng.h"
+#include "search/schedule.h"
+#include "util/error.h"
+
+namespace sa {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+using Clock = std::chrono::steady_clock;
+
+struct Candidate {
+  std::vector<OpId> order;
+  Allocation alloc;
+  double time_us = kInf;
+};
+
+// What every worker reads and nobody writes during a generation.
+struct Context {
+  const Graph& g;
+  const Dataflow& df;
+  const DeviceProfile& device;
+  std::span<const double> op_us;
+  int64_t budget;
+  const SearchOptions& opt;
+  SizeTable sizes;
+  std::vector<int32_t> size_cap;
+};
+
+// Per-thread state: the planner and simulator keep reusable buffers.
+struct Worker {
+  explicit Worker(const Context& c)
+      : ctx(c),
+        planner(c.g, c.sizes, c.op_us, c.device),
+        sched(c.df),
+        alloc_ops(c.g, c.sizes, c.budget, c.size_cap) {}
+
+  double evaluate(const Candidate& x) {
+    if (!planner.plan(x.order, x.alloc, ctx.budget, ctx.opt.planner, &plan)) return kInf;
+    const SimResult r = sim.run(ctx.g, plan, ctx.op_us, ctx.device);
+    return r.ok ? r.iteration_us : kInf;
+  }
+
+  const Context& ctx;
+  SwapPlanner planner;
+  Simulator sim;
+  Plan plan;
+  Scheduler sched;
+  AllocOps alloc_ops;
+  std::vector<OpId> o1, o2;
+  Allocation a1, a2;
+  std::vector<double> per_size;
+};
+
+// Runs f(worker, k) for k in [0, count) on one thread per worker; stops
+// taking new items after the deadline. Returns which items ran.
+template <typename F>
+std::vector<uint8_t> parallel_for(std::vector<std::unique_ptr<Worker>>& workers, int count,
+                                  const Clock::time_point* deadline, F&& f) {
+  std::vector<uint8_t> ran(count, 0);
+  std::atomic<int> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto body = [&](Worker& w) {
+    for (;;) {
+      const int k = next.fetch_add(1);
+      if (k >= count) return;
+      if (deadline && Clock::now() >= *deadline) return;
+      try {
+        f(w, k);
+        ran[k] = 1;
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+        next.store(count);
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < workers.size() && static_cast<int>(i) < count; ++i)
+    threads.emplace_back(body, std::ref(*workers[i]));
+  body(*workers[0]);
+  for (auto& t : threads)
+    t.join();
+  if (error) std::rethrow_exception(error);
+  return ran;
+}
+
+// Log-uniform in [lo, hi].
+double log_uniform(Rng& rng, double lo, double hi) {
+  if (hi <= lo) return hi;
+  return std::exp(std::log(lo) + rng.uniform() * (std::log(hi) - std::log(lo)));
+}
+
+// One class per run of neighbouring sizes within ratio x the run's smallest.
+std::vector<ClassId> merge_by_ratio(const SizeTable& t, double ratio) {
+  std::vector<ClassId> cls(t.num_sizes(), 0);
+  if (cls.empty()) return cls;
+  int64_t first = t.sizes[0];
+  for (int i = 1; i < t.num_sizes(); ++i) {
+    if (static_cast<double>(t.sizes[i]) <= ratio * static_cast<double>(first)) {
+      cls[i] = cls[i - 1];
+    } else {
+      cls[i] = cls[i - 1] + 1;
+      first = t.sizes[i];
+    }
+  }
+  return cls;
+}
+
+class Search {
+ public:
+  explicit Search(const Context& ctx) : ctx_(ctx), opt_(ctx.opt), m_(ctx.g.num_ops()) {
+    for (int i = 0; i < std::max(1, opt_.threads); ++i)
+      workers_.push_back(std::make_unique<Worker>(ctx_));
+    start_ = last_report_ = Clock::now();
+    if (opt_.time_budget_s > 0)
+      deadline_ = start_ + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(opt_.time_budget_s));
+    for (double t : ctx.op_us)
+      ideal_ += t;
+    tty_ = isatty(STDERR_FILENO);
+  }
+
+  SearchResult run();
+
+ private:
+  struct Pair {
+    int p1, p2;
+    int cut, cls_cut, cnt_cut;
+  };
+
+  const Clock::time_point* deadline() const {
+    return opt_.time_budget_s > 0 ? &deadline_ : nullptr;
+  }
+  bool out_of_budget() const {
+    if (opt_.max_evaluations > 0 && evaluations_ >= opt_.max_evaluations) return true;
+    return opt_.time_budget_s > 0 && Clock::now() >= deadline_;
+  }
+  int batch_size(int want) const {
+    if (opt_.max_evaluations <= 0) return want;
+    return static_cast<int>(std::min<int64_t>(want, opt_.max_evaluations - evaluations_));
+  }
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+  void make_bases();
+  void make_initial(Worker& w, int k, Rng& rng, Candidate& c);
+  void make_child(Worker& w, int gen, int k, Candidate& c);
+  void mutate_alloc(Worker& w, Rng& rng, Allocation& a);
+  void select_pairs(Rng& rng);
+  void select_survivors(Rng& rng);
+  double best_time() const;
+  const Candidate& best() const;
+  void report(int gen, bool last);
+
+  const Context& ctx_;
+  const SearchOptions& opt_;
+  const int m_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  Clock::time_point start_, deadline_, last_report_;
+  bool tty_ = false, reported_ = false;
+  double ideal_ = 0;
+  int64_t evaluations_ = 0;
+  std::vector<Candidate> bases_;  // the seeds of generation 0
+  std::vector<Candidate> pop_, kids_;
+  std::vector<Pair> pairs_;
+  std::vector<double> history_;
+};
+
+const Candidate& Search::best() const {
+  int b = 0;
+  for (int i = 1; i < static_cast<int>(pop_.size()); ++i)
+    if (pop_[i].time_us < pop_[b].time_us) b = i;
+  return pop_[b];
+}
+double Search::best_time() const {
+  return best().time_us;
+}
+
+void Search::make_bases() {
+  const Graph& g = ctx_.g;
+  std::string why;
+  Candidate prog;
+  prog.order = program_order(m_);
+  if (!default_allocation(g, ctx_.sizes, prog.order, ctx_.budget, &prog.alloc, &why))
+    throw Error(fmt::format("memory budget of {} bytes too small: {}", ctx_.budget, why));
+  bases_.push_back(prog);
+  Candidate eager;
+  eager.order = eager_update_order(g, ctx_.df);
+  if (eager.order != prog.order) {
+    SA_CHECK(default_allocation(g, ctx_.sizes, eager.order, ctx_.budget, &eager.alloc, &why), "{}",
+             why);
+    bases_.push_back(std::move(eager));
+  }
+}
+
+void Search::mutate_alloc(Worker& w, Rng& rng, Allocation& a) {
+  if (rng.chance(opt_.budget_move_prob)) {
+    w.alloc_ops.move_budget(a, rng);
+  } else {
+    const int genes = static_cast<int>(a.cls.size() + a.cnt.size());
+    const double p = log_uniform(rng, std::min(1.0, 1.0 / genes), opt_.mutation_prob);
+    w.alloc_ops.mutate(a, p, opt_.cnt_sigma, rng);
+  }
+}
+
+// Note [Initial population].
+void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
+  const int n = static_cast<int>(pop_.size());
+  const int num_random = opt_.seeded ? n / 16 : n - 1;
+  if (k >= n - num_random) {
+    w.sched.random_order(rng, &c.order);
+    c.alloc = bases_[0].alloc;
+    if (opt_.seeded) {
+      std::string why;
+      SA_CHECK(default_allocation(ctx_.g, ctx_.sizes, c.order, ctx_.budget, &c.alloc, &why), "{}",
+               why);
+    } else {
+      w.alloc_ops.mutate(c.alloc, 0.5, 1.0, rng);
+    }
+    return;
+  }
+  const Candidate& base = bases_[k % bases_.size()];
+  c.order = base.order;
+  c.alloc = base.alloc;
+  if (k < static_cast<int>(bases_.size())) return;
+  if (rng.chance(0.5)) {
+    const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
+    w.sched.mutate(base.order, p, rng.chance(0.5), rng, &c.order);
+  }
+  if (rng.chance(1.0 / 3)) {
+    Allocation a;
+    a.cls = merge_by_ratio(ctx_.sizes, 1.0 + 3.0 * rng.uniform());
+    w.alloc_ops.expand(base.alloc, &w.per_size);
+    w.alloc_ops.contract(w.per_size, a.cls, &a.cnt);
+    if (w.alloc_ops.repair(a)) c.alloc = std::move(a);
+  } else {
+    mutate_alloc(w, rng, c.alloc);
+  }
+}
+
+void Search::make_child(Worker& w, int gen, int k, Candidate& c) {
+  Rng rng = Rng::derive(opt_.seed, static_cast<uint64_t>(gen), static_cast<uint64_t>(k));
+  const Pair& pr = pairs_[k / 4];
+  const Candidate& p1 = pop_[pr.p1];
+  const Candidate& p2 = pop_[pr.p2];
+  // Schedule: crossover, then the ready-set mutation at a random strength.
+  w.sched.crossover(p1.order, p2.order, pr.cut, &w.o1, &w.o2);
+  const std::vector<OpId>& crossed = (k / 2) % 2 == 0 ? w.o1 : w.o2;
+  const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
+  w.sched.mutate(crossed, p, rng.chance(0.5), rng, &c.order);
+  // Allocation: crossover, then a mutation or a budget move.
+  w.alloc_ops.crossover(p1.alloc, p2.alloc, pr.cls_cut, pr.cnt_cut, &w.a1, &w.a2);
+  c.alloc = k % 2 == 0 ? w.a1 : w.a2;
+  mutate_alloc(w, rng, c.alloc);
+}
+
+// Softmax selection of parents (with replacement), Note [Search loop].
+void Search::select_pairs(Rng& rng) {
+  const int n = static_cast<int>(pop_.size());
+  const double tb = best_time();
+  std::vector<double> cum(n);
+  double sum = 0;
+  for (int i = 0; i < n; ++i) {
+    const double t = pop_[i].time_us;
+    sum += t < kInf ? std::exp((tb - t) / tb / opt_.temperature) : 0.0;
+    cum[i] = sum;
+  }
+  auto draw = [&]() {
+    const double u = rng.uniform() * sum;
+    const int i = static_cast<int>(std::upper_bound(cum.begin(), cum.end(), u) - cum.begin());
+    return std::min(i, n - 1);
+  };
+  const int sizes = ctx_.sizes.num_sizes();
+  pairs_.resize(n / 4);
+  for (Pair& pr : pairs_) {
+    pr.p1 = draw();
+    pr.p2 = draw();
+    for (int tries = 0; tries < 4 && pr.p2 == pr.p1; ++tries)
+      pr.p2 = draw();
+    pr.cut = rng.between(0, m_);
+    pr.cls_cut = sizes > 0 ? rng.between(1, sizes) : 0;
+    pr.cnt_cut = rng.between(0, sizes);
+  }
+}
+
+// The best survives; the others are drawn without replacement with
+// probability proportional to exp(t_norm / temperature) (Gumbel top-k).
+void Search::select_survivors(Rng& rng) {
+  const int n = static_cast<int>(pop_.size());
+  std::vector<Candidate*> all;
+  for (auto& c : pop_)
+    all.push_back(&c);
+  for (auto& c : kids_)
+    all.push_back(&c);
+  double tb = kInf;
+  for (Candidate* c : all)
+    tb = std::min(tb, c->time_us);
+  std::vector<std::pair<double, int>> keys(all.size());
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(all.size()); ++i) {
+    const double t = all[i]->time_us;
+    const double u = 1.0 - rng.uniform();  // (0, 1]
+    const double gumbel = -std::log(-std::log(u) + 1e-300);
+    keys[i] = {t < kInf ? (tb - t) / tb / opt_.temperature + gumbel : -kInf, i};
+    if (best < 0 && t == tb) best = i;
+  }
+  keys[best].first = kInf;
+  std::partial_sort(keys.begin(), keys.begin() + n, keys.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::vector<Candidate> next(n);
+  for (int i = 0; i < n; ++i)
+    next[i] = std::move(*all[keys[i].second]);
+  pop_ = std::move(next);
+}
+
+void Search::report(int gen, bool last) {
+  if (!opt_.progress) return;
+  const auto now = Clock::now();
+  if (!last && reported_ && now - last_report_ < std::chrono::seconds(1)) return;
+  last_report_ = now;
+  reported_ = true;
+  const double secs = elapsed();
+  const double t = best_time();
+  std::string line = fmt::format(
+      "search: generation {}  {} evaluations  {:.0f}/s  best {:.3f} ms  {:.1f}% of ideal", gen,
+      evaluations_, secs > 0 ? evaluations_ / secs : 0.0, t / 1e3, t < kInf ? 100 * ideal_ / t : 0);
+  if (tty_)
+    std::fprintf(stderr, "\r%s\x1b[K%s", line.c_str(), last ? "\n" : "");
+  else
+    std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+SearchResult Search::run() {
+  SearchResult result;
+  make_bases();
+  {
+    // Generation 0.
+    const int n = std::max(4, opt_.population);
+    pop_.assign(n, Candidate{});
+    const int count = batch_size(n);
+    const auto ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
+      Rng rng = Rng::derive(opt_.seed, 0, static_cast<uint64_t>(k));
+      make_initial(w, k, rng, pop_[k]);
+      pop_[k].time_us = w.evaluate(pop_[k]);
+    });
+    for (int k = 0; k < n; ++k)
+      if (k >= count || !ran[k]) {
+        pop_[k] = bases_[0];
+        pop_[k].time_us = kInf;
+      } else {
+        ++evaluations_;
+      }
+    if (ran.empty() || !ran[0]) {  // not even the seed ran within the time budget
+      pop_[0].time_us = workers_[0]->evaluate(pop_[0]);
+      ++evaluations_;
+    }
+    result.seed_us = pop_[0].time_us;
+    history_.push_back(best_time());
+    report(0, false);
+  }
+  int gen = 0;
+  while (!out_of_budget()) {
+    ++gen;
+    Rng rng = Rng::derive(opt_.seed, static_cast<uint64_t>(gen), ~uint64_t{0});
+    select_pairs(rng);
+    const int want = 4 * static_cast<int>(pairs_.size());
+    kids_.assign(want, Candidate{});
+    const int count = batch_size(want);
+    const auto ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
+      make_child(w, gen, k, kids_[k]);
+      kids_[k].time_us = w.evaluate(kids_[k]);
+    });
+    kids_.resize(count);
+    for (int k = 0; k < count; ++k)
+      if (ran[k])
+        ++evaluations_;
+      else
+        kids_[k].time_us = kInf;
+    select_survivors(rng);
+    history_.push_back(best_time());
+    report(gen, false);
+  }
+  report(gen, true);
+
+  // Re-plan the best with the full simulation.
+  const Candidate& b = best();
+  Worker& w = *workers_[0];
+  std::string why;
+  SA_CHECK(w.planner.plan(b.order, b.alloc, ctx_.budget, opt_.planner, &result.plan, &why),
+           "the best candidate no longer plans: {}", why);
+  result.plan.method = "swapadvisor";
+  SimOptions so;
+  so.record_timeline = true;
+  result.sim = w.sim.run(ctx_.g, result.plan, ctx_.op_us, ctx_.device, so);
+  result.evaluations = evaluations_;
+  result.generations = gen;
+  result.history = std::move(history_);
+  result.seconds = elapsed();
+  return result;
+}
+
+}  // namespace
+
+SearchResult search(const Graph& g, const Dataflow& df, const DeviceProfile& device,
+                    std::span<const double> op_us, int64_t budget, const SearchOptions& options) {
+  if (options.time_budget_s <= 0 && options.max_evaluations <= 0)
+    throw Error("the search needs a time budget or an evaluation budget");
+  SA_CHECK(static_cast<int>(op_us.size()) == g.num_ops(), "{} op times for {} ops", op_us.size(),
+           g.num_ops());
+  Context ctx{g, df, device, op_us, budget, options, make_size_table(g), {}};
+  // The most objects of each size that could be used at once, in the orders
+  // the search starts from.
+  std::vector<ClassId> identity(ctx.sizes.num_sizes());
+  std::iota(identity.begin(), identity.end(), 0);
+  ctx.size_cap = demand_counts(g, ctx.sizes, identity, program_order(g.num_ops()));
+  const auto eager = demand_counts(g, ctx.sizes, identity, eager_update_order(g, df));
+  for (size_t i = 0; i < eager.size(); ++i)
+    ctx.size_cap[i] = std::max(ctx.size_cap[i], eager[i]);
+  Search s(ctx);
+  return s.run();
+}
+
+}  // namespace sa

@@ -1,0 +1,96 @@
+#pragma once
+// The genetic search over (schedule, allocation) pairs (paper-notes.md,
+// "Genetic algorithm"): each candidate is swap-planned (plan/swap_planner.h)
+// and simulated (plan/simulator.h); its iteration time is its fitness.
+//
+//   sa::SearchOptions o;  o.time_budget_s = 60;  o.threads = 2;
+//   sa::SearchResult r = sa::search(g, Dataflow(g), device, op_us, budget, o);
+//   // r.plan, r.sim.iteration_us, r.history ...
+//
+// Note [Search loop]
+// ------------------
+// A generation holds `population` candidates. Each next generation:
+//   1. parents: population/4 pairs drawn by softmax selection (below);
+//   2. each pair gives 2 schedules (schedule crossover) x 2 allocations
+//      (CLS/CNT crossover) = 4 children, each mutated (ready-set mutation of
+//      the schedule; CLS, CNT mutation or a budget move on the allocation),
+//      swap-planned and simulated, in parallel over `threads`;
+//   3. survivors: the best of parents and children always survives; the other
+//      population - 1 are drawn without replacement from parents and children
+//      with probability softmax(t_norm / temperature), where
+//      t_norm = (T_best - t) / T_best.
+//
+// Determinism: child k of generation n draws only from the random stream
+// (seed, n, k), writes only to slot k, and every selection is made by one
+// thread from the stream (seed, n). The result depends on the seed and the
+// evaluation budget, not on the number of threads. With a time budget it
+// also depends on timing.
+//
+// Note [Initial population]
+// -------------------------
+// The paper starts from random topological orders and random allocations.
+// A random order of a training graph interleaves forward and backward ops
+// and keeps activations alive far longer than the program order does, so the
+// search wastes its first minutes getting back to where the program order
+// starts. We seed generation 0 instead (SearchOptions::seeded):
+//   - the program order with default_allocation() (so the result is never
+//     worse than the baseline plan of the program order);
+//   - eager_update_order() (optimizer updates right after their gradient)
+//     with its default allocation, when the graph has update-phase ops;
+//   - variants of both: light ready-set mutations of the order; CLS that
+//     merge neighbouring sizes within a random ratio; mutated counts;
+//   - a few (1/16) random orders, for diversity.
+// Schedule mutations are drawn at a random strength per child (log-uniform
+// between about one op and mutation_prob per step) rather than at a fixed
+// per-step probability: small in-place moves refine a good order, larger
+// ones explore.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cost/device.h"
+#include "graph/dataflow.h"
+#include "graph/graph.h"
+#include "plan/plan.h"
+#include "plan/simulator.h"
+#include "plan/swap_planner.h"
+
+namespace sa {
+
+struct SearchOptions {
+  int population = 144;         // candidates per generation (a multiple of 4)
+  double mutation_prob = 0.1;   // the largest per-step / per-gene mutation probability
+  double time_budget_s = 0;     // 0 = none
+  int64_t max_evaluations = 0;  // 0 = none (then a time budget is needed)
+  int threads = 1;
+  uint64_t seed = 1;
+  bool progress = false;  // a progress line on stderr
+  PlannerOptions planner;
+
+  // Beyond the paper.
+  bool seeded = true;             // Note [Initial population]; false: random
+  double temperature = 0.02;      // softmax temperature on t_norm
+  double cnt_sigma = 0.2;         // CNT mutation: relative standard deviation
+  double budget_move_prob = 0.5;  // chance that a child's allocation gets a budget move
+};
+
+struct SearchResult {
+  Plan plan;                // the best plan found (method "swapadvisor")
+  SimResult sim;            // its simulation, with the timeline
+  int64_t evaluations = 0;  // plans simulated (generation 0 included)
+  double seconds = 0;
+  int generations = 0;          // generations after generation 0
+  std::vector<double> history;  // best iteration time (us) after each generation, 0 first
+  double seed_us = 0;           // iteration time of the program order with the default allocation
+};
+
+// Searches for the fastest plan of g within `budget` bytes of device memory.
+// op_us: the time of every op (op_times_us). Throws sa::Error when even the
+// smallest pool does not fit the budget. REQUIRES: df is Dataflow(g); a time
+// budget or an evaluation budget.
+SearchResult search(const Graph& g, const Dataflow& df, const DeviceProfile& device,
+                    std::span<const double> op_us, int64_t budget, const SearchOptions& options);
+
+}  // namespace sa

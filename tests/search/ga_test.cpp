@@ -1,0 +1,116 @@
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "cost/op_cost.h"
+#include "graph/dataflow.h"
+#include "graph/stats.h"
+#include "plan/allocation.h"
+#include "search/ga.h"
+#include "search_graphs.h"
+#include "test_util.h"
+#include "util/error.h"
+
+namespace sa {
+namespace {
+
+DeviceProfile link_1gbps() {
+  DeviceProfile d;
+  d.name = "test";
+  d.h2d_gbps = 1;  // 1000 B/us: an 8000-byte activation takes 8 us, like an op
+  d.d2h_gbps = 1;
+  d.duplex_gbps = 1.6;
+  return d;
+}
+
+struct Problem {
+  Graph g;
+  Dataflow df;
+  std::vector<double> op_us;
+  int64_t budget;
+  explicit Problem(Graph graph, double fraction)
+      : g(std::move(graph)), df(g), op_us(op_times_us(g, link_1gbps())) {
+    budget = static_cast<int64_t>(fraction * peak_live_bytes(g));
+  }
+  SearchResult run(const SearchOptions& o) const {
+    return search(g, df, link_1gbps(), op_us, budget, o);
+  }
+};
+
+SearchOptions evals(int64_t n, int threads = 1, uint64_t seed = 1) {
+  SearchOptions o;
+  o.population = 32;
+  o.max_evaluations = n;
+  o.threads = threads;
+  o.seed = seed;
+  return o;
+}
+
+void expect_same_plan(const SearchResult& a, const SearchResult& b) {
+  EXPECT_EQ(a.plan.order, b.plan.order);
+  EXPECT_EQ(a.plan.pool.class_bytes, b.plan.pool.class_bytes);
+  EXPECT_EQ(a.plan.pool.class_count, b.plan.pool.class_count);
+  ASSERT_EQ(a.plan.steps.size(), b.plan.steps.size());
+  for (size_t i = 0; i < a.plan.steps.size(); ++i) {
+    EXPECT_EQ(a.plan.steps[i].kind, b.plan.steps[i].kind) << "step " << i;
+    EXPECT_EQ(a.plan.steps[i].subject, b.plan.steps[i].subject) << "step " << i;
+    EXPECT_EQ(a.plan.steps[i].object, b.plan.steps[i].object) << "step " << i;
+  }
+  EXPECT_EQ(a.plan.waits, b.plan.waits);
+  EXPECT_EQ(a.sim.iteration_us, b.sim.iteration_us);
+  EXPECT_EQ(a.history, b.history);
+}
+
+TEST(GeneticSearch, SameSeedSamePlanWhateverTheThreads) {
+  const Problem p(testing::random_training_graph(11, 30), 0.4);
+  const SearchResult a = p.run(evals(300, 1));
+  const SearchResult b = p.run(evals(300, 1));
+  const SearchResult c = p.run(evals(300, 2));
+  const SearchResult d = p.run(evals(300, 3));
+  EXPECT_EQ(a.evaluations, 300);
+  expect_same_plan(a, b);
+  expect_same_plan(a, c);
+  expect_same_plan(a, d);
+  // Another seed explores differently.
+  const SearchResult e = p.run(evals(300, 1, 2));
+  EXPECT_NE(a.history, e.history);
+}
+
+TEST(GeneticSearch, NeverWorseThanTheSeedAndImprovesWhereItCan) {
+  for (uint64_t graph_seed : {3, 5}) {
+    const Problem p(testing::random_training_graph(graph_seed, 30), 0.4);
+    const SearchResult r = p.run(evals(600, 2));
+    ASSERT_TRUE(r.sim.ok) << r.sim.error;
+    EXPECT_EQ(r.plan.method, "swapadvisor");
+    EXPECT_LE(r.sim.iteration_us, r.seed_us);
+    EXPECT_LT(r.sim.iteration_us, 0.97 * r.seed_us) << "graph " << graph_seed;
+    EXPECT_LE(r.plan.pool.total_bytes(), p.budget);
+    EXPECT_TRUE(is_topological(p.df, r.plan.order));
+    // The history never gets worse and ends at the result.
+    for (size_t i = 1; i < r.history.size(); ++i)
+      EXPECT_LE(r.history[i], r.history[i - 1]);
+    EXPECT_EQ(r.history.back(), r.sim.iteration_us);
+    EXPECT_EQ(r.history.size(), static_cast<size_t>(r.generations) + 1);
+  }
+}
+
+TEST(GeneticSearch, TimeBudgetStopsTheSearch) {
+  const Problem p(testing::random_training_graph(4, 24), 0.5);
+  SearchOptions o;
+  o.population = 16;
+  o.time_budget_s = 0.2;
+  const SearchResult r = p.run(o);
+  EXPECT_LT(r.seconds, 2.0);
+  EXPECT_GT(r.evaluations, 0);
+  EXPECT_LE(r.sim.iteration_us, r.seed_us);
+}
+
+TEST(GeneticSearch, BudgetBelowTheMinimumPoolIsAnError) {
+  const Problem p(testing::random_training_graph(4, 6), 0.01);
+  EXPECT_THROW(p.run(evals(10)), Error);
+  SearchOptions none;
+  EXPECT_THROW(Problem(testing::random_training_graph(4, 6), 0.5).run(none), Error);
+}
+
+}  // namespace
+}  // namespace sa
