@@ -1,0 +1,48 @@
+"""A small causal Transformer language model: token embedding, learned
+positions, nn.TransformerEncoder (2 layers, d_model 64, 4 heads, GELU-free
+default ReLU feed-forward of 128), tied output projection. Sequence 32,
+batch 4, vocabulary 500. Dropout is 0 so that a replay is deterministic.
+
+    swapadvisor-capture examples/transformer_lm.py --optimizer adam -o out/transformer_lm
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+VOCAB, D, HEADS, FF, LAYERS, SEQ, BATCH = 500, 64, 4, 128, 2, 32, 4
+
+
+class TransformerLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, D)
+        self.pos = nn.Parameter(torch.randn(SEQ, 1, D) * 0.02)
+        layer = nn.TransformerEncoderLayer(D, HEADS, FF, dropout=0.0)
+        self.enc = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(D)
+        self.out = nn.Linear(D, VOCAB)
+        self.out.weight = self.emb.weight  # tied
+        nn.init.normal_(self.emb.weight, std=0.02)
+        mask = torch.triu(torch.full((SEQ, SEQ), float("-inf")), diagonal=1)
+        self.register_buffer("causal_mask", mask)
+
+    def forward(self, tokens):  # tokens: [SEQ, BATCH]
+        x = self.emb(tokens) + self.pos
+        x = self.enc(x, mask=self.causal_mask)
+        return self.out(self.norm(x))
+
+
+def loss_fn(logits, target):
+    return F.cross_entropy(logits.view(-1, VOCAB), target.view(-1))
+
+
+def build():
+    model = TransformerLM()
+
+    def make_batch():
+        g = torch.Generator().manual_seed(1234)
+        seq = torch.randint(0, VOCAB, (SEQ + 1, BATCH), generator=g)
+        return seq[:-1].clone(), seq[1:].clone()
+
+    return {"model": model, "make_batch": make_batch, "loss_fn": loss_fn,
+            "optimizer": {"name": "adam", "lr": 1e-3}}
