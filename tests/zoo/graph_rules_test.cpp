@@ -2,6 +2,7 @@
 // graph with the structure the zoo promises (docs/zoo.md).
 
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ struct Case {
   int batch;
   int seq_len;
 };
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.model << " batch " << c.batch << " seq " << c.seq_len;
+}
 
 // Small instances of every model (the real sizes do not change the rules).
 const std::vector<Case> kCases = {
