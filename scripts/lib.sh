@@ -6,7 +6,14 @@ JOBS="${JOBS:-$(nproc)}"
 
 # Debian packages the build and the tests need.
 SA_PACKAGES=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev
-             nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev)
+             nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
+             # PyTorch 1.13: swapadvisor-capture and its tests (/usr/bin/python3), and
+             # libtorch for the ATen kernel backend (docs/capture.md)
+             python3-torch python3-torchvision libtorch-dev)
+
+# Debian packages only the tests need: Chromium loads the HTML report headless
+# (tests/report/browser_test.sh, which is skipped without it).
+SA_TEST_PACKAGES=(chromium)
 
 # Installs the given Debian packages that are not installed yet (as root, or
 # through sudo). Fast when nothing is missing: one dpkg query.

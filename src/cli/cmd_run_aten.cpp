@@ -1,0 +1,99 @@
+// `swapadvisor run --kernels aten` (cli/run_aten.h).
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/run_aten.h"
+#include "graph/graph_io.h"
+#include "plan/plan_io.h"
+#include "plan/verify.h"
+#include "runtime/aten_run.h"
+#include "util/error.h"
+#include "util/units.h"
+
+namespace sa::cli {
+namespace {
+
+// "out/resnet18.graph.json.gz" -> "out/resnet18" (the capture's prefix).
+std::string capture_prefix(const std::string& graph) {
+  for (const char* suffix : {".graph.json.gz", ".graph.json"}) {
+    const std::string s(suffix);
+    if (graph.size() > s.size() && graph.compare(graph.size() - s.size(), s.size(), s) == 0)
+      return graph.substr(0, graph.size() - s.size());
+  }
+  return "";
+}
+
+}  // namespace
+
+void run_aten(const AtenRunArgs& a) {
+  const Graph g = read_graph(a.graph);
+  const Plan p = read_plan(g, a.plan);
+  const VerifyResult v = verify_plan(g, p);
+  if (!v.ok)
+    throw Error(fmt::format("{}: the plan is not valid for {}: {}", a.plan, a.graph, v.violation));
+  const std::string prefix = capture_prefix(a.graph);
+  const std::string exec = !a.exec.empty() ? a.exec : prefix + ".exec.json.gz";
+  const std::string values = !a.values.empty() ? a.values : prefix + ".values.bin";
+  if ((a.exec.empty() || a.values.empty()) && prefix.empty())
+    throw Error(
+        fmt::format("{}: not named PREFIX.graph.json[.gz]; give --exec and --values", a.graph));
+  if (a.backend != "host")
+    throw Error(
+        "--kernels aten runs on the host backend (--backend host); see docs/capture.md "
+        "for the CUDA hook");
+  const runtime::AtenProgram program = runtime::read_aten_program(exec, g);
+  const runtime::ValuesFile initial = runtime::read_values_file(values);
+  runtime::AtenRunOptions o;
+  o.iterations = a.iterations;
+  o.aten.threads = a.threads;
+  const runtime::AtenRunResult r = runtime::run_plan_aten(g, p, program, initial, o);
+  if (!a.save_values.empty()) runtime::write_values_file(a.save_values, r.final_state);
+
+  const runtime::AtenStats& s = r.stats;
+  if (a.json) {
+    nlohmann::json j = {{"graph", g.name},
+                        {"method", p.method},
+                        {"backend", "host"},
+                        {"kernels", r.kernels},
+                        {"iterations", a.iterations},
+                        {"losses", r.losses},
+                        {"wall_us", r.run.iteration_wall_us},
+                        {"median_iteration_us", r.run.median_wall_us()},
+                        {"swap_in_bytes", r.run.swap_in_bytes},
+                        {"swap_out_bytes", r.run.swap_out_bytes},
+                        {"peak_device_bytes", r.run.peak_device_bytes},
+                        {"arena_bytes", r.run.arena_bytes},
+                        {"memory_budget_bytes", p.memory_budget},
+                        {"pool_bytes", p.pool.total_bytes()},
+                        {"aten",
+                         {{"ops_run", s.ops_run},
+                          {"outputs_placed", s.outputs_placed},
+                          {"outputs_copied", s.outputs_copied},
+                          {"copied_bytes", s.copied_bytes},
+                          {"copy_us", s.copy_us},
+                          {"kernel_us", s.kernel_us},
+                          {"scratch_peak_bytes", s.scratch_peak_bytes}}}};
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("graph       {} ({} ops, {} tensors)\n", g.name, g.num_ops(), g.num_tensors());
+  fmt::print("plan        {} ({} steps), budget {}\n", p.method, p.num_steps(),
+             format_bytes(p.memory_budget));
+  fmt::print("kernels     ATen: {}\n", r.kernels);
+  for (size_t i = 0; i < r.losses.size(); ++i)
+    fmt::print("iteration {:<3} loss {:.9g}  ({})\n", i + 1, r.losses[i],
+               i < r.run.iteration_wall_us.size() ? format_us(r.run.iteration_wall_us[i]) : "");
+  fmt::print("swapped     {} in, {} out per iteration\n", format_bytes(r.run.swap_in_bytes),
+             format_bytes(r.run.swap_out_bytes));
+  fmt::print("device      peak {} in use; arena {} (the budget), pool {}\n",
+             format_bytes(r.run.peak_device_bytes), format_bytes(r.run.arena_bytes),
+             format_bytes(p.pool.total_bytes()));
+  fmt::print("outputs     {} placed by the allocator, {} copied ({}, {})\n", s.outputs_placed,
+             s.outputs_copied, format_bytes(s.copied_bytes), format_us(s.copy_us));
+  fmt::print("scratch     kernels' own allocations outside the arena peaked at {}\n",
+             format_bytes(s.scratch_peak_bytes));
+  if (!a.save_values.empty()) fmt::print("state       written to {}\n", a.save_values);
+}
+
+}  // namespace sa::cli

@@ -1,0 +1,23 @@
+#pragma once
+// `swapadvisor run GRAPH PLAN --kernels aten`: train a captured PyTorch model
+// under the plan (runtime/aten_run.h). Called by cmd_run.cpp.
+
+#include <string>
+
+namespace sa::cli {
+
+struct AtenRunArgs {
+  std::string graph;
+  std::string plan;
+  std::string backend = "host";
+  std::string exec;         // default: the graph's prefix + ".exec.json.gz"
+  std::string values;       // default: the graph's prefix + ".values.bin"
+  std::string save_values;  // write the trained state here
+  int iterations = 1;
+  int threads = 0;
+  bool json = false;
+};
+
+void run_aten(const AtenRunArgs& args);
+
+}  // namespace sa::cli

@@ -1,0 +1,511 @@
+// The ATen kernel backend (Note [ATen kernels], runtime/aten_kernels.h): the
+// only translation unit that includes libtorch headers (they compile slowly).
+// Written against the libtorch C++ API that is the same in 1.13 (Debian 12)
+// and 2.x; the few differences are under SA_TORCH_2_3.
+
+#include "runtime/aten_kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include <ATen/Parallel.h>
+#include <ATen/ScalarOps.h>
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/Storage.h>
+#include <c10/core/TensorImpl.h>
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/csrc/api/include/torch/version.h>
+
+#include "util/error.h"
+
+// torch 2.3 made Allocator::allocate non-const and added copy_data.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define SA_TORCH_2_3 1
+#define SA_ALLOCATE_CONST
+#else
+#define SA_TORCH_2_3 0
+#define SA_ALLOCATE_CONST const
+#endif
+
+namespace sa::runtime {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double us_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+c10::ScalarType scalar_type(const std::string& d) {
+  static const std::pair<const char*, c10::ScalarType> kTypes[] = {
+      {"float32", c10::kFloat},
+      {"float64", c10::kDouble},
+      {"float16", c10::kHalf},
+      {"bfloat16", c10::kBFloat16},
+      {"int64", c10::kLong},
+      {"int32", c10::kInt},
+      {"int16", c10::kShort},
+      {"int8", c10::kChar},
+      {"uint8", c10::kByte},
+      {"bool", c10::kBool},
+      {"complex64", c10::kComplexFloat},
+      {"complex128", c10::kComplexDouble}};
+  for (const auto& [name, t] : kTypes)
+    if (d == name) return t;
+  throw Error(fmt::format("unsupported dtype {}", d));
+}
+
+c10::MemoryFormat memory_format(const std::string& m) {
+  if (m == "contiguous_format") return c10::MemoryFormat::Contiguous;
+  if (m == "channels_last") return c10::MemoryFormat::ChannelsLast;
+  if (m == "channels_last_3d") return c10::MemoryFormat::ChannelsLast3d;
+  if (m == "preserve_format") return c10::MemoryFormat::Preserve;
+  throw Error(fmt::format("unsupported memory format {}", m));
+}
+
+std::vector<int64_t> ints(const json& j) {
+  return j.get<std::vector<int64_t>>();
+}
+
+double decode_float(const json& v) {
+  if (v.is_object()) {
+    const std::string s = v.at("float").get<std::string>();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    throw Error(fmt::format("bad float {}", s));
+  }
+  return v.get<double>();
+}
+
+// A Python number as a c10::Scalar: JSON integers are ints, JSON numbers
+// with a fraction or exponent are doubles (docs/capture.md).
+c10::Scalar number(const json& v) {
+  if (v.is_boolean()) return c10::Scalar(v.get<bool>());
+  if (v.is_number_integer()) return c10::Scalar(v.get<int64_t>());
+  if (v.is_number_float() || (v.is_object() && v.contains("float")))
+    return c10::Scalar(decode_float(v));
+  if (v.is_object() && v.contains("complex"))
+    return c10::Scalar(
+        c10::complex<double>(decode_float(v.at("complex")[0]), decode_float(v.at("complex")[1])));
+  throw Error(fmt::format("expected a number, got {}", v.dump()));
+}
+
+// Kernel allocations: the planned object for an expected output, the regular
+// allocator (counted as scratch) for everything else.
+class PlacingAllocator final : public c10::Allocator {
+ public:
+  struct Slot {
+    void* ptr;
+    int64_t bytes;
+    bool taken;
+  };
+
+  explicit PlacingAllocator(c10::Allocator* fallback) : fallback_(fallback) {}
+
+  void arm(std::vector<Slot> slots) {
+    std::lock_guard lock(mutex_);
+    slots_ = std::move(slots);
+  }
+  void disarm() {
+    std::lock_guard lock(mutex_);
+    slots_.clear();
+  }
+  int64_t peak() const { return peak_.load(); }
+  void reset_peak() { peak_.store(live_.load()); }
+  c10::Allocator* fallback() const { return fallback_; }
+
+  c10::DataPtr allocate(size_t n) SA_ALLOCATE_CONST override {
+    {
+      std::lock_guard lock(mutex_);
+      for (Slot& s : slots_) {
+        if (!s.taken && s.bytes == static_cast<int64_t>(n)) {
+          s.taken = true;
+          return c10::DataPtr(s.ptr, s.ptr, &no_delete, c10::Device(c10::kCPU));
+        }
+      }
+    }
+    auto* scratch = new Scratch{fallback_->allocate(n), static_cast<int64_t>(n), this};
+    const int64_t live = live_.fetch_add(scratch->bytes) + scratch->bytes;
+    int64_t peak = peak_.load();
+    while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
+    }
+    void* data = scratch->inner.get();
+    return c10::DataPtr(data, scratch, &Scratch::release, c10::Device(c10::kCPU));
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+#if SA_TORCH_2_3
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    std::memcpy(dest, src, count);
+  }
+#endif
+
+ private:
+  struct Scratch {
+    c10::DataPtr inner;
+    int64_t bytes;
+    const PlacingAllocator* owner;
+    static void release(void* p) {
+      auto* s = static_cast<Scratch*>(p);
+      s->owner->live_.fetch_sub(s->bytes);
+      delete s;
+    }
+  };
+  static void no_delete(void*) {}
+
+  c10::Allocator* fallback_;
+  mutable std::mutex mutex_;
+  mutable std::vector<Slot> slots_;
+  mutable std::atomic<int64_t> live_{0};
+  mutable std::atomic<int64_t> peak_{0};
+};
+
+struct PreparedOp {
+  c10::OperatorHandle handle;
+  const c10::FunctionSchema* schema = nullptr;
+};
+
+class TorchKernels final : public AtenKernels {
+ public:
+  TorchKernels(const Graph& g, const AtenProgram& p, const AtenOptions& o) : g_(g), p_(p), o_(o) {
+    if (o.device == "cpu") {
+      device_ = c10::Device(c10::kCPU);
+      key_ = c10::DispatchKey::CPU;
+    } else if (o.device == "cuda") {
+      device_ = c10::Device(c10::kCUDA, 0);
+      key_ = c10::DispatchKey::CUDA;
+    } else {
+      throw Error(fmt::format("ATen kernels: unknown device {} (cpu or cuda)", o.device));
+    }
+    if (o.threads > 0) at::set_num_threads(o.threads);
+    auto& d = c10::Dispatcher::singleton();
+    ops_.reserve(p.ops.size());
+    for (const AtenOp& op : p.ops) {
+      auto h = d.findSchema({op.name, op.overload});
+      if (!h)
+        throw Error(fmt::format("{}: libtorch {} has no operator {} (captured with torch {})",
+                                p.origin, TORCH_VERSION, op.qualname, p.torch_version));
+      ops_.push_back(PreparedOp{*h, &h->schema()});
+    }
+    if (o.place_outputs && device_.is_cpu()) {
+      previous_ = c10::GetAllocator(c10::kCPU);
+      allocator_ = std::make_unique<PlacingAllocator>(previous_);
+      c10::SetAllocator(c10::kCPU, allocator_.get(), kPriority);
+    }
+  }
+
+  ~TorchKernels() override {
+    if (allocator_) c10::SetAllocator(c10::kCPU, previous_, kPriority);
+  }
+
+  std::vector<double> losses() const override { return losses_; }
+  AtenStats stats() const override {
+    AtenStats s = stats_;
+    if (allocator_) s.scratch_peak_bytes = allocator_->peak();
+    return s;
+  }
+  std::string description() const override {
+    return fmt::format("libtorch {} on {}, {} intra-op threads{}", TORCH_VERSION, o_.device,
+                       at::get_num_threads(),
+                       allocator_ ? ", outputs placed by allocator" : ", outputs copied");
+  }
+
+  void run(OpId o, std::span<std::byte* const> ptrs) override {
+    try {
+      run_op(o, ptrs);
+    } catch (const c10::Error& e) {
+      throw Error(fmt::format("op {} ({}): {}", o, p_.ops[o].qualname, e.what_without_backtrace()));
+    } catch (const json::exception& e) {
+      throw Error(
+          fmt::format("op {} ({}): bad argument encoding: {}", o, p_.ops[o].qualname, e.what()));
+    } catch (const Error& e) {
+      throw Error(fmt::format("op {} ({}): {}", o, p_.ops[o].qualname, e.what()));
+    }
+  }
+
+ private:
+  static constexpr uint8_t kPriority = 200;
+
+  // The storages of one call: one per tensor the op accesses.
+  struct Call {
+    std::unordered_map<TensorId, std::pair<std::byte*, c10::Storage>> storage;
+  };
+
+  c10::Storage& storage_of(Call& call, TensorId t) {
+    auto it = call.storage.find(t);
+    if (it == call.storage.end())
+      throw Error(fmt::format("tensor {} is not an access of the op", t));
+    return it->second.second;
+  }
+
+  at::Tensor view(Call& call, const json& v) {
+    const TensorId t = v.at("tensor").get<TensorId>();
+    c10::Storage s = storage_of(call, t);
+    at::Tensor x = at::detail::make_tensor<c10::TensorImpl>(
+        std::move(s), c10::DispatchKeySet(key_),
+        caffe2::TypeMeta::fromScalarType(scalar_type(v.at("dtype").get<std::string>())));
+    const auto sizes = ints(v.at("sizes"));
+    const auto strides = ints(v.at("strides"));
+    x.unsafeGetTensorImpl()->set_sizes_and_strides(
+        c10::IntArrayRef(sizes), c10::IntArrayRef(strides), v.at("offset").get<int64_t>());
+    return x;
+  }
+
+  at::Tensor empty(const json& v) {
+    return at::empty_strided(
+        ints(v.at("sizes")), ints(v.at("strides")),
+        at::TensorOptions().dtype(scalar_type(v.at("dtype").get<std::string>())).device(device_));
+  }
+
+  at::Tensor wrapped(const json& v) {
+    at::Tensor t = at::scalar_to_tensor(number(v));
+    t.unsafeGetTensorImpl()->set_wrapped_number(true);
+    return t;
+  }
+
+  c10::IValue decode(const json& v, const c10::TypePtr& type, Call& call) {
+    using K = c10::TypeKind;
+    if (v.is_object()) {
+      if (v.contains("tensor")) return view(call, v);
+      if (v.contains("empty")) return empty(v);
+      if (v.contains("dtype"))
+        return c10::IValue(static_cast<int64_t>(scalar_type(v.at("dtype").get<std::string>())));
+      if (v.contains("layout")) return c10::IValue(static_cast<int64_t>(c10::kStrided));
+      if (v.contains("memory_format"))
+        return c10::IValue(
+            static_cast<int64_t>(memory_format(v.at("memory_format").get<std::string>())));
+      if (v.contains("device")) return c10::IValue(device_);
+    }
+    switch (type->kind()) {
+      case K::OptionalType:
+        if (v.is_null()) return c10::IValue();
+        return decode(v, type->expectRef<c10::OptionalType>().getElementType(), call);
+      case K::TensorType:
+        if (v.is_null()) return c10::IValue();
+        return wrapped(v);
+      case K::IntType:
+      case K::SymIntType:
+        return c10::IValue(v.get<int64_t>());
+      case K::FloatType:
+        return c10::IValue(v.is_number_integer() ? static_cast<double>(v.get<int64_t>())
+                                                 : decode_float(v));
+      case K::BoolType:
+        return c10::IValue(v.get<bool>());
+      case K::NumberType:
+        return c10::IValue(number(v));
+      case K::StringType:
+        return c10::IValue(v.get<std::string>());
+      case K::ListType:
+        return decode_list(v, type->expectRef<c10::ListType>().getElementType(), call);
+      case K::GeneratorType:
+        if (v.is_null()) return c10::IValue();
+        break;
+      default:
+        break;
+    }
+    throw Error(fmt::format("cannot pass {} as {}", v.dump().substr(0, 80), type->str()));
+  }
+
+  c10::IValue decode_list(const json& v, const c10::TypePtr& elem, Call& call) {
+    using K = c10::TypeKind;
+    if (!v.is_array()) {
+      // "int[2] stride=1": a single int for a fixed-size list
+      if (v.is_number_integer() && (elem->kind() == K::IntType || elem->kind() == K::SymIntType))
+        return c10::IValue(c10::List<int64_t>({v.get<int64_t>()}));
+      throw Error(fmt::format("expected a list, got {}", v.dump().substr(0, 80)));
+    }
+    switch (elem->kind()) {
+      case K::IntType:
+      case K::SymIntType: {
+        c10::List<int64_t> l;
+        for (const auto& x : v)
+          l.push_back(x.get<int64_t>());
+        return c10::IValue(std::move(l));
+      }
+      case K::FloatType: {
+        c10::List<double> l;
+        for (const auto& x : v)
+          l.push_back(x.is_number_integer() ? x.get<int64_t>() : decode_float(x));
+        return c10::IValue(std::move(l));
+      }
+      case K::BoolType: {
+        c10::List<bool> l;
+        for (const auto& x : v)
+          l.push_back(x.get<bool>());
+        return c10::IValue(std::move(l));
+      }
+      case K::TensorType: {
+        c10::List<at::Tensor> l;
+        for (const auto& x : v)
+          l.push_back(decode(x, elem, call).toTensor());
+        return c10::IValue(std::move(l));
+      }
+      case K::OptionalType: {
+        const c10::TypePtr inner = elem->expectRef<c10::OptionalType>().getElementType();
+        if (inner->kind() == K::TensorType) {
+          c10::List<c10::optional<at::Tensor>> l;
+          for (const auto& x : v) {
+            if (x.is_null())
+              l.push_back(c10::nullopt);
+            else
+              l.push_back(decode(x, inner, call).toTensor());
+          }
+          return c10::IValue(std::move(l));
+        }
+        break;
+      }
+      case K::NumberType: {
+        c10::impl::GenericList l(c10::NumberType::get());
+        for (const auto& x : v)
+          l.push_back(c10::IValue(number(x)));
+        return c10::IValue(std::move(l));
+      }
+      default:
+        break;
+    }
+    throw Error(fmt::format("unsupported list type {}[]", elem->str()));
+  }
+
+  // A result the op created: in its object with the captured geometry, or
+  // copied there.
+  void place(Call& call, const json& enc, const at::Tensor& r) {
+    const TensorId t = enc.at("tensor").get<TensorId>();
+    std::byte* obj = call.storage.at(t).first;
+    const auto sizes = ints(enc.at("sizes"));
+    const auto strides = ints(enc.at("strides"));
+    const int64_t offset = enc.at("offset").get<int64_t>();
+    if (r.sizes() != c10::IntArrayRef(sizes))
+      throw Error(fmt::format("result for tensor {} has sizes {}, the capture {}", t,
+                              fmt::join(r.sizes(), ","), fmt::join(sizes, ",")));
+    const bool in_place = r.storage().data() == static_cast<void*>(obj) &&
+                          r.strides() == c10::IntArrayRef(strides) &&
+                          r.storage_offset() == offset &&
+                          r.scalar_type() == scalar_type(enc.at("dtype").get<std::string>());
+    if (in_place) {
+      ++stats_.outputs_placed;
+      return;
+    }
+    const auto t0 = Clock::now();
+    at::Tensor dst = view(call, enc);
+    const auto* rb = static_cast<const std::byte*>(r.storage().data());
+    const bool overlaps = rb < obj + g_.tensors[t].bytes && obj < rb + r.storage().nbytes();
+    if (overlaps)
+      dst.copy_(r.clone());
+    else
+      dst.copy_(r);
+    ++stats_.outputs_copied;
+    stats_.copied_bytes += static_cast<int64_t>(r.numel()) * r.element_size();
+    stats_.copy_us += us_since(t0);
+  }
+
+  void run_op(OpId o, std::span<std::byte* const> ptrs) {
+    const Op& gop = g_.ops[o];
+    const AtenOp& op = p_.ops[o];
+    const PreparedOp& prep = ops_[o];
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+
+    Call call;
+    size_t k = 0;
+    for_each_access(gop, [&](TensorId t, Access) {
+      SA_CHECK(k < ptrs.size(), "op {}: {} pointers for more accesses", o, ptrs.size());
+      std::byte* p = ptrs[k++];
+      call.storage.emplace(
+          t, std::make_pair(p, c10::Storage(c10::Storage::use_byte_size_t(),
+                                            static_cast<size_t>(g_.tensors[t].bytes),
+                                            c10::DataPtr(p, device_), nullptr, false)));
+    });
+    SA_CHECK(k == ptrs.size(), "op {}: {} pointers for {} accesses", o, ptrs.size(), k);
+
+    // The stack: positional arguments, keyword arguments by name, defaults.
+    const auto& args = prep.schema->arguments();
+    torch::jit::Stack stack;
+    stack.reserve(args.size());
+    size_t pos = 0;
+    for (const c10::Argument& a : args) {
+      if (!a.kwarg_only() && pos < op.args.size()) {
+        stack.push_back(decode(op.args[pos++], a.type(), call));
+      } else if (op.kwargs.contains(a.name())) {
+        stack.push_back(decode(op.kwargs.at(a.name()), a.type(), call));
+      } else if (a.default_value()) {
+        stack.push_back(*a.default_value());
+      } else {
+        throw Error(fmt::format("argument {} is missing and has no default", a.name()));
+      }
+    }
+    if (pos != op.args.size())
+      throw Error(fmt::format("{} positional arguments for a schema with {}", op.args.size(), pos));
+
+    if (allocator_) {
+      std::vector<PlacingAllocator::Slot> slots;
+      for (TensorId t : gop.outputs)
+        slots.push_back({call.storage.at(t).first, p_.storage_bytes[t], false});
+      allocator_->arm(std::move(slots));
+    }
+    const auto t0 = Clock::now();
+    try {
+      prep.handle.callBoxed(&stack);
+    } catch (...) {
+      if (allocator_) allocator_->disarm();
+      throw;
+    }
+    if (allocator_) allocator_->disarm();
+    stats_.kernel_us += us_since(t0);
+    ++stats_.ops_run;
+
+    // Results: stack holds the returns.
+    const size_t nret = prep.schema->returns().size();
+    if (stack.size() != nret)
+      throw Error(fmt::format("{} values returned for {} returns", stack.size(), nret));
+    for (size_t i = 0; i < nret && i < op.results.size(); ++i) {
+      const json& enc = op.results[i];
+      if (enc.is_null()) continue;
+      if (enc.is_array()) {
+        const auto list = stack[i].toTensorList();
+        for (size_t j = 0; j < enc.size() && j < list.size(); ++j)
+          if (!enc[j].is_null()) place(call, enc[j], list.get(j));
+      } else {
+        place(call, enc, stack[i].toTensor());
+      }
+    }
+    stack.clear();
+
+    if (o == p_.loss_after_op) losses_.push_back(view(call, p_.loss_view).item().toDouble());
+  }
+
+  const Graph& g_;
+  const AtenProgram& p_;
+  AtenOptions o_;
+  c10::Device device_{c10::kCPU};
+  c10::DispatchKey key_ = c10::DispatchKey::CPU;
+  std::vector<PreparedOp> ops_;
+  c10::Allocator* previous_ = nullptr;
+  std::unique_ptr<PlacingAllocator> allocator_;
+  std::vector<double> losses_;
+  AtenStats stats_;
+};
+
+}  // namespace
+
+bool aten_available() {
+  return true;
+}
+
+std::unique_ptr<AtenKernels> make_aten_kernels(const Graph& g, const AtenProgram& p,
+                                               const AtenOptions& o) {
+  return std::make_unique<TorchKernels>(g, p, o);
+}
+
+}  // namespace sa::runtime

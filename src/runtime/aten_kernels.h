@@ -1,0 +1,95 @@
+#pragma once
+// ATen kernels: each op of a captured graph (runtime/aten_program.h) run
+// through libtorch's dispatcher, on views into the memory the Plan gives it.
+//
+// Note [ATen kernels]
+// -------------------
+// run(o, ptrs) gets, for each access of op o in for_each_access order
+// (outputs, inputs, updates), the address of the pool object that holds the
+// tensor (on the host backend an address in the host-emulated device arena,
+// on CUDA a device address). It builds, once per call, a c10::Storage over
+// each object (non-owning, not resizable, the graph tensor's bytes) and, for
+// every tensor argument, a TensorImpl on that storage with the captured
+// dtype, sizes, strides and storage offset: a view, as the captured op saw
+// it. Non-tensor arguments are decoded against the operator's schema;
+// missing ones take the schema's defaults (as a Python call does). Python
+// numbers in Tensor positions become wrapped-number CPU tensors, as PyTorch
+// makes them. The op is called boxed (OperatorHandle::callBoxed) below
+// autograd (AutoDispatchBelowADInplaceOrView).
+//
+// Outputs. In-place and out= ops write their objects directly (the views).
+// An op that returns fresh tensors allocates them itself; on CPU the kernel
+// backend installs a placing allocator (c10::SetAllocator) that, while op o
+// runs, answers an allocation of exactly an output's storage size with that
+// output's object, once per output. After the call each result is checked:
+// if its storage is the object and its geometry is the captured one, it was
+// written in place (counted as "placed"); otherwise - a kernel allocated a
+// temporary of the same size first, or the device has no placing allocator
+// (CUDA) - it is copied into its object and counted as "copied" with its
+// bytes and time (AtenStats). Other allocations the kernels make (scratch,
+// temporaries of composite kernels) go to the regular allocator, outside the
+// plan's arena; their peak is reported as scratch_peak_bytes.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "runtime/aten_program.h"
+#include "runtime/values_file.h"
+
+namespace sa::runtime {
+
+struct AtenOptions {
+  std::string device = "cpu";  // "cpu" or "cuda" (the device the pointers live on)
+  bool place_outputs = true;   // CPU: install the placing allocator
+  int threads = 0;             // intra-op threads (at::set_num_threads); 0: libtorch's default
+};
+
+struct AtenStats {
+  int64_t ops_run = 0;
+  int64_t outputs_placed = 0;  // results the kernel wrote directly into their object
+  int64_t outputs_copied = 0;  // results copied into their object after the kernel
+  int64_t copied_bytes = 0;
+  double copy_us = 0;              // time spent in those copies
+  double kernel_us = 0;            // time in the operators themselves
+  int64_t scratch_peak_bytes = 0;  // CPU: peak of kernel allocations outside the plan
+};
+
+class AtenKernels {
+ public:
+  virtual ~AtenKernels() = default;
+  // Runs op o (Note [ATen kernels]). ptrs: one address per access of the op
+  // in for_each_access order. Called from one thread at a time (the compute
+  // stream's). Throws sa::Error naming the op when the operator fails or a
+  // result differs in shape from the capture.
+  virtual void run(OpId o, std::span<std::byte* const> ptrs) = 0;
+  // The loss of every run of the loss op so far, in order.
+  virtual std::vector<double> losses() const = 0;
+  virtual AtenStats stats() const = 0;
+  virtual std::string description() const = 0;  // "libtorch 1.13.0 on cpu, 2 threads"
+};
+
+// True when swapadvisor was built with libtorch (SA_WITH_TORCH).
+bool aten_available();
+
+// Throws sa::Error when built without libtorch, when the device is not
+// available, or when this libtorch lacks one of the program's operators.
+std::unique_ptr<AtenKernels> make_aten_kernels(const Graph& g, const AtenProgram& p,
+                                               const AtenOptions& o);
+
+// The captured step run in program order with every tensor in its own
+// buffer (no plan, no swapping): the reference the planned runs are
+// compared with, and a check of the exec file. CPU only.
+struct ProgramOrderResult {
+  std::vector<double> losses;  // one per iteration
+  ValuesFile final_state;      // persistent tensors after the last iteration
+  AtenStats stats;
+};
+ProgramOrderResult run_program_order(const Graph& g, const AtenProgram& p,
+                                     const ValuesFile& initial, int iterations,
+                                     const AtenOptions& o);
+
+}  // namespace sa::runtime

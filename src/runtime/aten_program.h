@@ -1,0 +1,48 @@
+#pragma once
+// The executable part of a captured graph (docs/capture.md, "Exec file"):
+// for every op, the ATen operator overload and its arguments, every tensor
+// argument a view (dtype, sizes, strides, offset) of a graph tensor. Read
+// here without libtorch; runtime/aten_kernels.h runs it.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/graph.h"
+
+namespace sa::runtime {
+
+struct AtenOp {
+  std::string qualname;    // "aten::addmm.default"
+  std::string name;        // "aten::addmm"
+  std::string overload;    // "" for .default
+  nlohmann::json args;     // positional arguments (encoded)
+  nlohmann::json kwargs;   // keyword arguments (encoded)
+  nlohmann::json results;  // per return: a view of the graph tensor it creates, or null
+  bool random = false;     // draws random numbers (a replay draws new ones)
+};
+
+struct AtenProgram {
+  std::string origin;  // the file
+  std::string graph_name;
+  std::string torch_version;
+  std::string capture_device;
+  std::vector<int64_t> storage_bytes;  // per tensor: the storage's bytes (<= the graph's bytes)
+  std::vector<AtenOp> ops;             // per op
+  OpId loss_after_op = kNoOp;          // the loss is read right after this op
+  nlohmann::json loss_view;            // {"tensor": id, "dtype", "sizes", "strides", "offset"}
+  double captured_loss = 0;            // the loss of the captured iteration (informative)
+};
+
+// Reads an exec file (.json or .json.gz) and checks it against its graph:
+// same name, op and tensor counts, every tensor argument a view that lies
+// inside its graph tensor, and every tensor an op's arguments name is one it
+// accesses in the graph. Throws sa::Error naming the file, op and argument.
+AtenProgram read_aten_program(const std::string& path, const Graph& g);
+
+// Bytes per element of a dtype name ("float32" -> 4); 0 when unknown.
+int dtype_size(const std::string& dtype);
+
+}  // namespace sa::runtime

@@ -1,0 +1,73 @@
+#include "runtime/aten_run.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "runtime/host_backend.h"
+#include "util/error.h"
+
+namespace sa::runtime {
+
+AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& program,
+                            const ValuesFile& initial, const AtenRunOptions& o) {
+  if (o.aten.device != "cpu")
+    throw Error(
+        "--kernels aten runs on the host backend (device cpu) in this build; the CUDA "
+        "hook is described in docs/capture.md");
+  check_values_against(initial, g, "initial values");
+  for (TensorId t = 0; t < g.num_tensors(); ++t)
+    if (exists_at_start(g.tensors[t].kind) && !initial.find(t))
+      throw Error(fmt::format("the values file has no value for {} tensor {} ('{}')",
+                              to_string(g.tensors[t].kind), t, g.tensors[t].name));
+
+  std::unique_ptr<AtenKernels> kernels = make_aten_kernels(g, program, o.aten);
+  AtenKernels* k = kernels.get();
+
+  HostBackendOptions ho;
+  ho.pace = false;  // copies are plain memcpy; the kernels take their real time
+  ho.kernel = [k](int32_t op, std::span<const synthetic::KernelAccess> accesses, std::byte* arena) {
+    std::byte* ptrs[64];
+    std::vector<std::byte*> many;
+    std::byte** out = ptrs;
+    if (accesses.size() > std::size(ptrs)) {
+      many.resize(accesses.size());
+      out = many.data();
+    }
+    size_t n = 0;
+    for (const synthetic::KernelAccess& a : accesses)
+      if (a.role != synthetic::Role::kWorkspace) out[n++] = arena + a.offset;
+    k->run(op, std::span<std::byte* const>(out, n));
+  };
+  const auto backend = make_host_backend(ho);
+
+  AtenRunResult r;
+  r.final_state.graph = g.name;
+  RunOptions ro;
+  ro.iterations = o.iterations;
+  ro.time_scale = 0;
+  ro.check_integrity = false;
+  ro.init_host = [&initial](TensorId t, std::byte* host, int64_t bytes) {
+    const TensorValue* v = initial.find(t);
+    std::memset(host, 0, static_cast<size_t>(bytes));
+    if (v) std::memcpy(host, v->data.data(), v->data.size());
+  };
+  ro.final_value = [&](TensorId t, const std::byte* data, int64_t bytes) {
+    const TensorValue* init = initial.find(t);
+    TensorValue v;
+    v.tensor = t;
+    v.name = g.tensors[t].name;
+    v.kind = std::string(to_string(g.tensors[t].kind));
+    const int64_t n = init ? static_cast<int64_t>(init->data.size()) : bytes;
+    v.data.assign(data, data + n);
+    r.final_state.tensors.push_back(std::move(v));
+  };
+  const std::vector<double> op_us(g.num_ops(), 0.0);
+  r.run = run_plan(*backend, g, p, op_us, ro);
+  r.losses = kernels->losses();
+  r.stats = kernels->stats();
+  r.kernels = kernels->description();
+  return r;
+}
+
+}  // namespace sa::runtime

@@ -1,0 +1,45 @@
+#pragma once
+// `swapadvisor run --kernels aten`: a Plan of a captured graph executed by the
+// runtime (runtime/executor.h) on the host backend, its compute stream
+// running the ATen kernels (runtime/aten_kernels.h) on the real data.
+//
+// The executor does everything as for synthetic kernels - one arena of
+// exactly the budget, pool objects, host copies, three streams, swaps,
+// events - with three differences: host copies of the tensors that exist at
+// the start hold their captured values (the values file), every op runs its
+// ATen operator on views into its objects instead of a synthetic kernel (and
+// takes as long as it takes: no time scale), and at the end every persistent
+// tensor's latest value, wherever it is, is read back. The synthetic
+// integrity check does not apply; bench/torch-equivalence compares losses
+// and final state with eager PyTorch instead.
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "plan/plan.h"
+#include "runtime/aten_kernels.h"
+#include "runtime/executor.h"
+#include "runtime/values_file.h"
+
+namespace sa::runtime {
+
+struct AtenRunOptions {
+  int iterations = 1;
+  AtenOptions aten;  // device "cpu": the host backend
+};
+
+struct AtenRunResult {
+  RunResult run;               // the executor's result (timing, traffic, peak, arena)
+  std::vector<double> losses;  // one per iteration
+  ValuesFile final_state;      // every persistent tensor after the last iteration
+  AtenStats stats;             // placed and copied outputs, scratch outside the arena
+  std::string kernels;         // AtenKernels::description()
+};
+
+// REQUIRES: p verified for g (verify_plan). Throws sa::Error for a values
+// file without a value for some tensor that exists at the start.
+AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& program,
+                            const ValuesFile& initial, const AtenRunOptions& o);
+
+}  // namespace sa::runtime

@@ -1,0 +1,217 @@
+// The ATen kernel backend's torch-free parts (exec file, values file) and,
+// when built with libtorch, its kernels: the committed captures in
+// tests/data/capture run in program order give eager PyTorch's losses and
+// final state (captured and recorded by swapadvisor-capture, see
+// tests/data/capture/README.md).
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "graph/graph_io.h"
+#include "runtime/aten_kernels.h"
+#include "runtime/aten_program.h"
+#include "runtime/values_file.h"
+#include "test_util.h"
+#include "util/error.h"
+#include "util/file_io.h"
+
+namespace sa::runtime {
+namespace {
+
+using sa::testing::data_path;
+
+std::string capture(const std::string& model, const std::string& what) {
+  return data_path("capture/" + model + "." + what);
+}
+
+TEST(ValuesFile, RoundTrip) {
+  ValuesFile v;
+  v.graph = "g";
+  for (int i = 0; i < 3; ++i) {
+    TensorValue t;
+    t.tensor = 10 - i;
+    t.name = "t" + std::to_string(i);
+    t.kind = "param";
+    t.data.resize(static_cast<size_t>(1 + 70 * i));
+    for (size_t b = 0; b < t.data.size(); ++b)
+      t.data[b] = static_cast<std::byte>(b * 7 + i);
+    v.tensors.push_back(t);
+  }
+  const std::string path = ::testing::TempDir() + "/values_roundtrip.bin";
+  write_values_file(path, v);
+  const ValuesFile r = read_values_file(path);
+  EXPECT_EQ(r.graph, "g");
+  ASSERT_EQ(r.tensors.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(r.tensors[i].tensor, v.tensors[i].tensor);
+    EXPECT_EQ(r.tensors[i].name, v.tensors[i].name);
+    EXPECT_EQ(r.tensors[i].data, v.tensors[i].data);
+  }
+  EXPECT_EQ(r.find(9)->name, "t1");
+  EXPECT_EQ(r.find(3), nullptr);
+}
+
+TEST(ValuesFile, RejectsMalformed) {
+  const std::string path = ::testing::TempDir() + "/values_bad.bin";
+  write_file(path, "NOTVALUESxxxxxxxxxxxxxxxxxxxxx");
+  EXPECT_THROW(read_values_file(path), Error);
+  // A header claiming data past the end.
+  std::string s = read_file(capture("tiny_mlp", "values.bin"));
+  write_file(path, s.substr(0, s.size() - 100));
+  try {
+    read_values_file(path);
+    FAIL() << "a truncated file was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("past the end"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ValuesFile, ReadsWhatPythonWrote) {
+  const Graph g = read_graph(capture("tiny_cnn", "graph.json.gz"));
+  const ValuesFile v = read_values_file(capture("tiny_cnn", "values.bin"));
+  check_values_against(v, g, "tiny_cnn");
+  int at_start = 0;
+  for (const Tensor& t : g.tensors)
+    at_start += exists_at_start(t.kind);
+  EXPECT_EQ(static_cast<int>(v.tensors.size()), at_start);
+  const TensorValue* w = nullptr;
+  for (const TensorValue& t : v.tensors)
+    if (t.name == "conv1.weight") w = &t;
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->data.size(), 8u * 3 * 3 * 3 * 4);
+}
+
+TEST(AtenProgram, ReadsAndChecksAgainstTheGraph) {
+  const Graph g = read_graph(capture("tiny_cnn", "graph.json.gz"));
+  const AtenProgram p = read_aten_program(capture("tiny_cnn", "exec.json.gz"), g);
+  EXPECT_EQ(p.ops.size(), static_cast<size_t>(g.num_ops()));
+  EXPECT_EQ(p.ops[0].name, g.ops[0].type);
+  EXPECT_NE(p.loss_after_op, kNoOp);
+  bool conv = false;
+  for (const AtenOp& op : p.ops)
+    conv |= op.qualname == "aten::convolution.default" && op.overload.empty();
+  EXPECT_TRUE(conv);
+  // Another graph is refused.
+  const Graph other = read_graph(capture("tiny_mlp", "graph.json.gz"));
+  EXPECT_THROW(read_aten_program(capture("tiny_cnn", "exec.json.gz"), other), Error);
+}
+
+TEST(AtenProgram, RejectsAViewOutsideItsTensor) {
+  const Graph g = read_graph(capture("tiny_mlp", "graph.json.gz"));
+  nlohmann::json doc = nlohmann::json::parse(read_file(capture("tiny_mlp", "exec.json.gz")));
+  for (auto& op : doc["ops"])
+    for (auto& a : op["args"])
+      if (a.is_object() && a.contains("tensor")) {
+        a["offset"] = 1 << 20;
+        goto done;
+      }
+done:
+  const std::string path = ::testing::TempDir() + "/bad.exec.json";
+  write_file(path, doc.dump());
+  try {
+    read_aten_program(path, g);
+    FAIL() << "a view past its tensor was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("past tensor"), std::string::npos) << e.what();
+  }
+}
+
+// Program order on the CPU reproduces eager PyTorch: same losses, same state.
+void expect_eager(const std::string& model) {
+  if (!aten_available()) GTEST_SKIP() << "built without libtorch";
+  const Graph g = read_graph(capture(model, "graph.json.gz"));
+  const AtenProgram p = read_aten_program(capture(model, "exec.json.gz"), g);
+  const ValuesFile init = read_values_file(capture(model, "values.bin"));
+  const ProgramOrderResult r = run_program_order(g, p, init, 3, {});
+  const auto want = nlohmann::json::parse(read_file(capture(model, "eager3.json")))["losses"];
+  ASSERT_EQ(r.losses.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(r.losses[i], want[i].get<double>(), 1e-6 * std::abs(want[i].get<double>()))
+        << model << " iteration " << i;
+  const ValuesFile eager = read_values_file(capture(model, "eager3.values.bin"));
+  int compared = 0;
+  for (const TensorValue& e : eager.tensors) {
+    const TensorValue* got = r.final_state.find(e.tensor);
+    ASSERT_NE(got, nullptr) << e.name;
+    if (g.tensors[e.tensor].dtype != "float32") {
+      EXPECT_EQ(got->data, e.data) << e.name;
+      continue;
+    }
+    ASSERT_EQ(got->data.size(), e.data.size()) << e.name;
+    const size_t n = e.data.size() / 4;
+    std::vector<float> a(n), b(n);
+    std::memcpy(a.data(), got->data.data(), n * 4);
+    std::memcpy(b.data(), e.data.data(), n * 4);
+    float scale = 0, diff = 0;
+    for (size_t k = 0; k < n; ++k) {
+      scale = std::max(scale, std::abs(b[k]));
+      diff = std::max(diff, std::abs(a[k] - b[k]));
+    }
+    EXPECT_LE(diff, 1e-5f * scale) << e.name;
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+  EXPECT_EQ(r.stats.ops_run, 3 * g.num_ops());
+  EXPECT_GT(r.stats.outputs_placed, 0);
+}
+
+TEST(AtenKernels, TinyMlpMatchesEager) {
+  expect_eager("tiny_mlp");
+}
+TEST(AtenKernels, TinyCnnMatchesEager) {
+  expect_eager("tiny_cnn");
+}
+
+TEST(AtenKernels, OutputsArePlacedNotCopied) {
+  if (!aten_available()) GTEST_SKIP() << "built without libtorch";
+  const Graph g = read_graph(capture("tiny_cnn", "graph.json.gz"));
+  const AtenProgram p = read_aten_program(capture("tiny_cnn", "exec.json.gz"), g);
+  const ValuesFile init = read_values_file(capture("tiny_cnn", "values.bin"));
+  const ProgramOrderResult placed = run_program_order(g, p, init, 1, {});
+  int outputs = 0;
+  for (const Op& op : g.ops)
+    outputs += static_cast<int>(op.outputs.size());
+  EXPECT_EQ(placed.stats.outputs_placed + placed.stats.outputs_copied, outputs);
+  EXPECT_GE(placed.stats.outputs_placed, outputs * 9 / 10)
+      << "copied " << placed.stats.outputs_copied;
+  // Without the placing allocator every output is copied, with the same result.
+  AtenOptions copy;
+  copy.place_outputs = false;
+  const ProgramOrderResult copied = run_program_order(g, p, init, 1, copy);
+  EXPECT_EQ(copied.stats.outputs_placed, 0);
+  EXPECT_EQ(copied.stats.outputs_copied, outputs);
+  EXPECT_EQ(copied.losses, placed.losses);
+}
+
+TEST(AtenKernels, UnknownOperatorIsAClearError) {
+  if (!aten_available()) GTEST_SKIP() << "built without libtorch";
+  const Graph g = read_graph(capture("tiny_mlp", "graph.json.gz"));
+  AtenProgram p = read_aten_program(capture("tiny_mlp", "exec.json.gz"), g);
+  p.ops[0].name = "aten::no_such_op";
+  try {
+    make_aten_kernels(g, p, {});
+    FAIL() << "an unknown operator was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("aten::no_such_op"), std::string::npos) << e.what();
+  }
+}
+TEST(AtenKernels, WithoutLibtorchSaysSo) {
+  if (aten_available()) GTEST_SKIP() << "built with libtorch";
+  const Graph g = read_graph(capture("tiny_mlp", "graph.json.gz"));
+  const AtenProgram p = read_aten_program(capture("tiny_mlp", "exec.json.gz"), g);
+  EXPECT_FALSE(aten_available());
+  try {
+    make_aten_kernels(g, p, {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("libtorch"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace sa::runtime
