@@ -87,6 +87,7 @@ class Verifier {
   }
   // A tenant: a tensor id, or -(2 + o) for the workspace of op o.
   std::string tenant_name(int32_t who) const {
+    if (who == kFree) return "no tensor";
     return who >= 0 ? tensor(who) : fmt::format("the workspace of {}", op(-2 - who));
   }
 
@@ -358,6 +359,7 @@ bool Verifier::structure() {
       return fail("initial_resident puts both {} and {} in object {}", tensor(who),
                   tensor(r.tensor), r.object);
     who = r.tensor;
+    prev_[loc(r.object)] = r.tensor;
   }
   return true;
 }

@@ -1,0 +1,1400 @@
+// Tests of the plan verifier (plan/verify.h): hand-built plans that each break
+// one rule, with the expected message; property tests that every plan the
+// swap planner and the baselines make verifies; and random mutations of valid
+// plans, each one that surely breaks a rule, that must be rejected.
+//
+// The random tests print their seed; rerun with SA_TEST_SEED=<seed> to
+// reproduce a failure.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "baselines/baselines.h"
+#include "cost/device.h"
+#include "cost/op_cost.h"
+#include "graph/dataflow.h"
+#include "graph/stats.h"
+#include "graph/validate.h"
+#include "plan/allocation.h"
+#include "plan/problem.h"
+#include "plan/simulator.h"
+#include "plan/swap_planner.h"
+#include "plan/verify.h"
+#include "random_graph.h"
+#include "test_util.h"
+
+namespace sa {
+namespace {
+
+using testing::GraphBuilder;
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+uint64_t test_seed() {
+  static const uint64_t seed = [] {
+    const char* env = std::getenv("SA_TEST_SEED");
+    const uint64_t s = env && *env ? std::strtoull(env, nullptr, 0) : 20260412;
+    std::cout << "[ verify_test ] SA_TEST_SEED=" << s << "\n";
+    return s;
+  }();
+  return seed;
+}
+
+// Appends a step with the given waits.
+StepId add(Plan& p, StepKind kind, int32_t subject, ObjectId obj, std::vector<StepId> waits) {
+  Step s{kind, subject, obj, static_cast<int32_t>(p.waits.size()), 0};
+  p.waits.insert(p.waits.end(), waits.begin(), waits.end());
+  s.wait_end = static_cast<int32_t>(p.waits.size());
+  p.steps.push_back(s);
+  return p.num_steps() - 1;
+}
+StepId compute(Plan& p, OpId o, std::vector<StepId> waits) {
+  return add(p, StepKind::kCompute, o, kNoObject, std::move(waits));
+}
+
+// Sets access_begin and access_objects from one list per op.
+void set_objects(Plan& p, const std::vector<std::vector<ObjectId>>& per_op) {
+  p.access_begin.assign(1, 0);
+  p.access_objects.clear();
+  for (const auto& objs : per_op) {
+    p.access_objects.insert(p.access_objects.end(), objs.begin(), objs.end());
+    p.access_begin.push_back(static_cast<int32_t>(p.access_objects.size()));
+  }
+}
+
+// The steps of a plan with their waits unpacked, for editing.
+struct StepList {
+  std::vector<Step> steps;
+  std::vector<std::vector<StepId>> waits;
+};
+
+StepList unpack(const Plan& p) {
+  StepList l;
+  l.steps = p.steps;
+  for (StepId s = 0; s < p.num_steps(); ++s) {
+    const auto w = p.waits_of(s);
+    l.waits.emplace_back(w.begin(), w.end());
+  }
+  return l;
+}
+
+void pack(const StepList& l, Plan& p) {
+  p.steps.clear();
+  p.waits.clear();
+  for (size_t s = 0; s < l.steps.size(); ++s)
+    add(p, l.steps[s].kind, l.steps[s].subject, l.steps[s].object, l.waits[s]);
+}
+
+// Removes step s; waits on it are removed, later ids renumbered.
+void remove_step(Plan& p, StepId s) {
+  StepList l = unpack(p);
+  l.steps.erase(l.steps.begin() + s);
+  l.waits.erase(l.waits.begin() + s);
+  for (auto& ws : l.waits) {
+    std::erase(ws, s);
+    for (StepId& w : ws)
+      if (w > s) --w;
+  }
+  pack(l, p);
+}
+
+// Inserts a step at position at; ids at or after it are renumbered.
+void insert_step(Plan& p, StepId at, StepKind kind, int32_t subject, ObjectId obj,
+                 std::vector<StepId> waits) {
+  StepList l = unpack(p);
+  for (auto& ws : l.waits)
+    for (StepId& w : ws)
+      if (w >= at) ++w;
+  l.steps.insert(l.steps.begin() + at, Step{kind, subject, obj, 0, 0});
+  l.waits.insert(l.waits.begin() + at, std::move(waits));
+  pack(l, p);
+}
+
+void set_waits(Plan& p, StepId s, std::vector<StepId> waits) {
+  StepList l = unpack(p);
+  l.waits[s] = std::move(waits);
+  pack(l, p);
+}
+
+#define EXPECT_VIOLATION(g, p, text)                                                \
+  do {                                                                              \
+    const VerifyResult r_ = verify_plan(g, p);                                      \
+    EXPECT_FALSE(r_.ok) << "expected a violation containing: " << (text);           \
+    EXPECT_NE(r_.violation.find(text), std::string::npos)                           \
+        << "violation: " << r_.violation << "\nexpected it to contain: " << (text); \
+  } while (0)
+
+#define EXPECT_VERIFIES(g, p)                  \
+  do {                                         \
+    const VerifyResult r_ = verify_plan(g, p); \
+    EXPECT_TRUE(r_.ok) << r_.violation;        \
+  } while (0)
+
+// ---------------------------------------------------------------------------
+// Hand-built plans.
+//
+// Tensors (100 B each): w (param), x (input), a, b (activations), gw (gradient).
+//   op0 fwd: a = f(x, w)   op1 mid: b = g(a)   op2 bwd: gw = h(b, a)   op3 sgd: w -= gw
+Graph small_graph() {
+  GraphBuilder b;
+  b.tensor(100, TensorKind::kParam, "w");       // 0
+  b.tensor(100, TensorKind::kInput, "x");       // 1
+  b.tensor(100, TensorKind::kActivation, "a");  // 2
+  b.tensor(100, TensorKind::kActivation, "b");  // 3
+  b.tensor(100, TensorKind::kGradient, "gw");   // 4
+  b.op({1, 0}, {2});
+  b.op({2}, {3});
+  b.op({3, 2}, {4});
+  b.op({4}, {}, {0});
+  const char* names[] = {"fwd", "mid", "bwd", "sgd"};
+  for (int o = 0; o < 4; ++o)
+    b.g.ops[o].name = names[o];
+  validate_graph(b.g, "small_graph");
+  return b.g;
+}
+constexpr TensorId kW = 0, kX = 1, kA = 2, kB = 3, kGw = 4;
+
+Plan base_plan(const Graph& g, int objects) {
+  Plan p;
+  p.method = "hand";
+  p.memory_budget = 100 * objects;
+  p.order = {0, 1, 2, 3};
+  p.pool.class_bytes = {100};
+  p.pool.class_count = {objects};
+  p.pool.finalize();
+  p.tensor_class.assign(g.num_tensors(), 0);
+  p.workspace_class.assign(g.num_ops(), -1);
+  return p;
+}
+
+// Three objects, no steady state:
+//   s0 in x→0  s1 in w→1  s2 C0 [a→2]  s3 drop x  s4 C1 [b→0]  s5 drop w
+//   s6 C2 [gw→1]  s7 in w→0  s8 C3  s9 out w (write-back)
+Plan cold_plan(const Graph& g) {
+  Plan p = base_plan(g, 3);
+  set_objects(p, {{2, 0, 1}, {0, 2}, {1, 0, 2}, {1, 0}});
+  add(p, StepKind::kSwapIn, kX, 0, {});    // 0
+  add(p, StepKind::kSwapIn, kW, 1, {});    // 1
+  compute(p, 0, {0, 1});                   // 2
+  add(p, StepKind::kDrop, kX, 0, {2});     // 3
+  compute(p, 1, {});                       // 4
+  add(p, StepKind::kDrop, kW, 1, {2});     // 5
+  compute(p, 2, {5});                      // 6
+  add(p, StepKind::kSwapIn, kW, 0, {6});   // 7
+  compute(p, 3, {7});                      // 8
+  add(p, StepKind::kSwapOut, kW, 0, {8});  // 9
+  return p;
+}
+
+// Four objects, steady state: w stays in object 3.
+//   s0 in x→0  s1 C0 [a→1]  s2 drop x  s3 C1 [b→0]  s4 C2 [gw→2]  s5 C3
+Plan steady_plan(const Graph& g) {
+  Plan p = base_plan(g, 4);
+  set_objects(p, {{1, 0, 3}, {0, 1}, {2, 0, 1}, {2, 3}});
+  p.initial_resident = {{kW, 3}};
+  add(p, StepKind::kSwapIn, kX, 0, {});  // 0
+  compute(p, 0, {0});                    // 1
+  add(p, StepKind::kDrop, kX, 0, {1});   // 2
+  compute(p, 1, {2});                    // 3
+  compute(p, 2, {});                     // 4
+  compute(p, 3, {});                     // 5
+  return p;
+}
+
+TEST(Verify, HandBuiltPlansVerify) {
+  const Graph g = small_graph();
+  EXPECT_VERIFIES(g, cold_plan(g));
+  EXPECT_VERIFIES(g, steady_plan(g));
+}
+
+TEST(Verify, Structure) {
+  const Graph g = small_graph();
+  {
+    Plan p = cold_plan(g);
+    p.tensor_class.pop_back();
+    EXPECT_VIOLATION(g, p, "tensor_class has 4 entries, but the graph has 5 tensors");
+  }
+  {
+    Plan p = cold_plan(g);
+    p.access_begin = {0, 3, 4, 7, 9};
+    EXPECT_VIOLATION(g, p, "access_begin gives op 1 'mid' (test::op) 1 object slots");
+  }
+  {
+    Plan p = cold_plan(g);
+    p.pool.class_count = {-1};
+    EXPECT_VIOLATION(g, p, "pool class 0 has -1 objects");
+  }
+  {
+    Plan p = cold_plan(g);
+    p.pool.class_bytes = {50};
+    EXPECT_VIOLATION(g, p, "tensor 0 'w' (100 bytes) is in class 0, whose objects have 50 bytes");
+  }
+  {
+    Plan p = cold_plan(g);
+    p.access_objects[1] = 7;
+    EXPECT_VIOLATION(g, p,
+                     "op 0 'fwd' (test::op), access 1 (reads tensor 1 'x'), uses object 7, but "
+                     "the pool has 3 objects");
+  }
+  {
+    Plan p = cold_plan(g);
+    p.workspace_class[2] = 0;
+    EXPECT_VIOLATION(g, p, "op 2 'bwd' (test::op) has no workspace, but its workspace_class is 0");
+  }
+  {
+    Plan p = cold_plan(g);
+    p.steps[7].subject = 9;
+    EXPECT_VIOLATION(g, p, "step 7 (swap_in) names tensor 9, but the graph has 5 tensors");
+  }
+  {
+    Plan p = cold_plan(g);
+    p.steps[4].object = 0;
+    EXPECT_VIOLATION(g, p, "step 4 (compute of op 1 'mid', test::op) names object 0");
+  }
+  {
+    Plan p = cold_plan(g);
+    p.steps[3].wait_end = 100;
+    EXPECT_VIOLATION(g, p, "outside the plan's");
+  }
+  {
+    Plan p = cold_plan(g);
+    set_waits(p, 2, {0, 5});
+    EXPECT_VIOLATION(g, p,
+                     "step 2 (compute of op 0 'fwd', test::op) waits for step 5, which is not an "
+                     "earlier step");
+  }
+  {
+    Plan p = steady_plan(g);
+    p.initial_resident = {{kX, 3}};
+    EXPECT_VIOLATION(g, p,
+                     "initial_resident names tensor 1 'x', which is an input, not a persistent "
+                     "tensor");
+  }
+  {
+    Plan p = steady_plan(g);
+    p.initial_resident.push_back({kW, 2});
+    EXPECT_VIOLATION(g, p, "initial_resident names tensor 0 'w' twice");
+  }
+}
+
+TEST(Verify, PoolOverBudget) {
+  const Graph g = small_graph();
+  Plan p = cold_plan(g);
+  p.memory_budget = 299;
+  EXPECT_VIOLATION(g, p, "the pool takes 300 bytes, over the memory budget of 299 bytes");
+  // Huge counts do not overflow.
+  p = cold_plan(g);
+  p.pool.class_bytes = {int64_t{1} << 62};
+  p.pool.class_count = {1 << 30};
+  EXPECT_VIOLATION(g, p, "the pool takes more than 2^63 bytes");
+}
+
+TEST(Verify, HugeSparsePoolIsFine) {
+  // 2^30 objects within a huge budget: the verifier indexes only the objects
+  // the plan names.
+  const Graph g = small_graph();
+  Plan p = cold_plan(g);
+  p.pool.class_count = {1 << 30};
+  p.memory_budget = int64_t{100} << 30;
+  EXPECT_VERIFIES(g, p);
+  p.access_objects[0] = (1 << 30) - 1;  // a: created in the last object...
+  EXPECT_VIOLATION(g, p,
+                   "reads tensor 2 'a' from object 2, but tensor 2 'a' is in object "
+                   "1073741823");
+}
+
+TEST(Verify, Order) {
+  const Graph g = small_graph();
+  {
+    Plan p = cold_plan(g);
+    p.order = {1, 0, 2, 3};
+    EXPECT_VIOLATION(g, p, "the order is not topological: op 1 at position 0 runs before op 0");
+  }
+  {
+    Plan p = cold_plan(g);
+    std::swap(p.steps[2].subject, p.steps[4].subject);
+    EXPECT_VIOLATION(g, p,
+                     "step 2 (compute of op 1 'mid', test::op) is compute step number 0, but "
+                     "position 0 of the order is op 0");
+  }
+  {
+    Plan p = cold_plan(g);
+    remove_step(p, 9);
+    remove_step(p, 8);
+    EXPECT_VIOLATION(g, p,
+                     "the plan has 3 compute steps, but the graph has 4 ops: op 3 'sgd' "
+                     "(test::op) (position 3 of the order) never runs");
+  }
+}
+
+TEST(Verify, Tenancy) {
+  const Graph g = small_graph();
+  {
+    // b created in object 1, which still holds w.
+    Plan p = cold_plan(g);
+    p.access_objects[3] = 1;
+    EXPECT_VIOLATION(g, p,
+                     "step 4 (compute of op 1 'mid', test::op) puts tensor 3 'b' into object 1, "
+                     "but object 1 still holds tensor 0 'w'");
+  }
+  {
+    // gw into object 1 without waiting for the drop of w, which waits for op0.
+    // The compute stream orders op0 before op2 anyway: still fine.
+    Plan p = cold_plan(g);
+    set_waits(p, 6, {});
+    EXPECT_VERIFIES(g, p);
+    // But a drop that waits for nothing frees w before op0 is done with it.
+    set_waits(p, 5, {});
+    EXPECT_VIOLATION(g, p,
+                     "step 5 (drop of tensor 0 'w' from object 1) frees object 1 but does not "
+                     "wait for step 2 (compute of op 0 'fwd', test::op), which uses tensor 0 'w' "
+                     "there");
+  }
+  {
+    // The swap-in of w into object 0 does not wait for op2, the last reader of b.
+    Plan p = cold_plan(g);
+    set_waits(p, 7, {});
+    EXPECT_VIOLATION(g, p,
+                     "step 7 (swap_in of tensor 0 'w' into object 0) puts tensor 0 'w' into "
+                     "object 0 but does not wait for step 6 (compute of op 2 'bwd', test::op), "
+                     "which touched its previous tenant tensor 3 'b'");
+  }
+  {
+    // The swap-in of w into object 0 issued before op2 frees it.
+    Plan p = cold_plan(g);
+    StepList l = unpack(p);
+    std::swap(l.steps[6], l.steps[7]);
+    l.waits[6] = {};
+    l.waits[7] = {5};
+    l.waits[8] = {6};
+    pack(l, p);
+    EXPECT_VIOLATION(g, p,
+                     "step 6 (swap_in of tensor 0 'w' into object 0) puts tensor 0 'w' into "
+                     "object 0, but object 0 still holds tensor 3 'b'");
+  }
+}
+
+TEST(Verify, TenancyOfInitialResidentObjects) {
+  // w starts in object 3; after its write-back, x arrives there without
+  // waiting for sgd, the last user of w.
+  const Graph g = small_graph();
+  Plan p = steady_plan(g);
+  add(p, StepKind::kSwapOut, kW, 3, {5});
+  add(p, StepKind::kSwapIn, kX, 3, {});
+  EXPECT_VIOLATION(g, p,
+                   "step 7 (swap_in of tensor 1 'x' into object 3) puts tensor 1 'x' into object 3 "
+                   "but does not wait for step 5 (compute of op 3 'sgd', test::op), which touched "
+                   "its previous tenant tensor 0 'w'");
+}
+
+TEST(Verify, Workspace) {
+  GraphBuilder b;
+  auto x = b.tensor(100, TensorKind::kInput, "x");
+  auto y = b.tensor(100, TensorKind::kActivation, "y");
+  b.op({x}, {y});
+  b.op({y}, {});
+  b.g.ops[0].workspace_bytes = 60;
+  const Graph& g = b.g;
+  Plan p;
+  p.memory_budget = 300;
+  p.order = {0, 1};
+  p.pool.class_bytes = {100};
+  p.pool.class_count = {3};
+  p.tensor_class = {0, 0};
+  p.workspace_class = {0, -1};
+  set_objects(p, {{1, 0, 2}, {1}});
+  add(p, StepKind::kSwapIn, x, 0, {});
+  compute(p, 0, {0});
+  compute(p, 1, {});
+  EXPECT_VERIFIES(g, p);
+  p.access_objects[2] = 1;  // the workspace where y goes
+  EXPECT_VIOLATION(g, p,
+                   "step 1 (compute of op 0, test::op) puts the workspace of op 0 (test::op) into "
+                   "object 1, but object 1 still holds tensor 1 'y'");
+  p.access_objects[2] = 0;  // the workspace where x is
+  EXPECT_VIOLATION(g, p, "into object 0, but object 0 still holds tensor 0 'x'");
+  p.access_objects[2] = 2;
+  p.workspace_class = {-1, -1};
+  EXPECT_VIOLATION(g, p, "the workspace of op 0 (test::op) is in class -1");
+  // The workspace object is free again after its op: y may go there... no,
+  // but a later swap-in may.
+  p.workspace_class = {0, -1};
+  EXPECT_VERIFIES(g, p);
+  add(p, StepKind::kSwapIn, x, 2, {});  // x is still in object 0
+  EXPECT_VIOLATION(g, p,
+                   "step 3 (swap_in of tensor 0 'x' into object 2) brings in tensor 0 'x', "
+                   "but it is already on the device in object 0");
+  p.steps[3].kind = StepKind::kDrop;
+  p.steps[3].object = 0;
+  EXPECT_VIOLATION(g, p,
+                   "step 3 (drop of tensor 0 'x' from object 0) frees object 0 but does "
+                   "not wait for step 1 (compute of op 0, test::op), which uses tensor 0 "
+                   "'x' there");
+  set_waits(p, 3, {1});
+  EXPECT_VERIFIES(g, p);  // an input not read again may be dropped after its last use
+}
+
+TEST(Verify, Residency) {
+  const Graph g = small_graph();
+  {
+    // No swap-in of w before op3: it was dropped at step 5.
+    Plan p = cold_plan(g);
+    remove_step(p, 7);
+    EXPECT_VIOLATION(g, p,
+                     "step 7 (compute of op 3 'sgd', test::op) updates tensor 0 'w' from object "
+                     "0, but tensor 0 'w' is not on the device (it was dropped at step 5 and not "
+                     "brought back)");
+  }
+  {
+    // op3 does not wait for the swap-in of w.
+    Plan p = cold_plan(g);
+    set_waits(p, 8, {});
+    EXPECT_VIOLATION(g, p,
+                     "step 8 (compute of op 3 'sgd', test::op) updates tensor 0 'w' in object 0 "
+                     "but does not wait for step 7 (swap_in of tensor 0 'w' into object 0), which "
+                     "puts it there");
+  }
+  {
+    // op0 reads x from the object of w.
+    Plan p = cold_plan(g);
+    p.access_objects[1] = 1;
+    EXPECT_VIOLATION(g, p,
+                     "step 2 (compute of op 0 'fwd', test::op) reads tensor 1 'x' from object 1, "
+                     "but tensor 1 'x' is in object 0");
+  }
+  {
+    // w never brought in at all.
+    Plan p = cold_plan(g);
+    remove_step(p, 1);
+    EXPECT_VIOLATION(g, p, "but tensor 0 'w' is not on the device (it was never brought in)");
+  }
+}
+
+TEST(Verify, DeadTransients) {
+  const Graph g = small_graph();
+  Plan p = cold_plan(g);
+  // a dies at op2 (step 6); swapping it out afterwards touches a freed object.
+  insert_step(p, 7, StepKind::kSwapOut, kA, 2, {6});
+  EXPECT_VIOLATION(g, p,
+                   "step 7 (swap_out of tensor 2 'a' from object 2) comes after the last access "
+                   "of tensor 2 'a' (step 6 (compute of op 2 'bwd', test::op)), which already "
+                   "freed its object");
+  p = cold_plan(g);
+  insert_step(p, 0, StepKind::kSwapIn, kA, 2, {});
+  EXPECT_VIOLATION(g, p,
+                   "step 0 (swap_in of tensor 2 'a' into object 2) brings in tensor 2 'a' "
+                   "before it is created");
+}
+
+// a is swapped out after op1 and back in (to another object) before op2.
+//   s0 in x→0  s1 in w→1  s2 C0 [a→2]  s3 drop x  s4 C1 [b→0]  s5 out a  s6 drop w
+//   s7 in a→1  s8 C2 [gw→2, b@0, a@1]  s9 in w→0  s10 C3  s11 out w
+Plan swap_a_plan(const Graph& g) {
+  Plan p = base_plan(g, 3);
+  set_objects(p, {{2, 0, 1}, {0, 2}, {2, 0, 1}, {2, 0}});
+  add(p, StepKind::kSwapIn, kX, 0, {});      // 0
+  add(p, StepKind::kSwapIn, kW, 1, {});      // 1
+  compute(p, 0, {0, 1});                     // 2
+  add(p, StepKind::kDrop, kX, 0, {2});       // 3
+  compute(p, 1, {});                         // 4
+  add(p, StepKind::kSwapOut, kA, 2, {4});    // 5
+  add(p, StepKind::kDrop, kW, 1, {2});       // 6
+  add(p, StepKind::kSwapIn, kA, 1, {5, 6});  // 7
+  compute(p, 2, {5, 7});                     // 8
+  add(p, StepKind::kSwapIn, kW, 0, {8});     // 9
+  compute(p, 3, {9});                        // 10
+  add(p, StepKind::kSwapOut, kW, 0, {10});   // 11
+  return p;
+}
+
+TEST(Verify, HostCopies) {
+  const Graph g = small_graph();
+  EXPECT_VERIFIES(g, swap_a_plan(g));
+  {
+    // The swap-in of a does not wait for the swap-out that writes its host copy.
+    Plan p = swap_a_plan(g);
+    set_waits(p, 7, {6});
+    EXPECT_VIOLATION(g, p,
+                     "step 7 (swap_in of tensor 2 'a' into object 1) does not wait for step 5 "
+                     "(swap_out of tensor 2 'a' from object 2), which writes the host copy it "
+                     "reads");
+  }
+  {
+    // Dropping a instead of swapping it out loses it.
+    Plan p = swap_a_plan(g);
+    p.steps[5].kind = StepKind::kDrop;
+    EXPECT_VIOLATION(g, p,
+                     "step 5 (drop of tensor 2 'a' from object 2): drop loses the latest value of "
+                     "tensor 2 'a': version 1 is on the device only (it has no host copy), and it "
+                     "is used again by op 2 'bwd' (test::op) at position 2 of the order");
+  }
+  {
+    // A swap-out that does not wait for the op that writes what it copies.
+    Plan p = swap_a_plan(g);
+    set_waits(p, 11, {});
+    EXPECT_VIOLATION(g, p,
+                     "step 11 (swap_out of tensor 0 'w' from object 0) does not wait for step 10 "
+                     "(compute of op 3 'sgd', test::op), which writes the version it copies "
+                     "(version 1)");
+  }
+  {
+    // A transient brought in without ever being swapped out.
+    Plan p = swap_a_plan(g);
+    remove_step(p, 5);
+    EXPECT_VIOLATION(g, p,
+                     "step 6 (swap_in of tensor 2 'a' into object 1) brings in tensor 2 'a', but "
+                     "it is already on the device in object 2");
+  }
+  {
+    // Swap-out of the wrong object.
+    Plan p = swap_a_plan(g);
+    p.steps[5].object = 1;
+    EXPECT_VIOLATION(g, p,
+                     "step 5 (swap_out of tensor 2 'a' from object 1), but tensor 2 'a' is in "
+                     "object 2");
+  }
+}
+
+TEST(Verify, StaleHostCopy) {
+  // An input updated in place, dropped (it is not read again) and fetched
+  // again: the host copy is stale.
+  GraphBuilder b;
+  auto x = b.tensor(100, TensorKind::kInput, "x");
+  b.op({}, {}, {x});
+  const Graph& g = b.g;
+  Plan p;
+  p.memory_budget = 100;
+  p.order = {0};
+  p.pool.class_bytes = {100};
+  p.pool.class_count = {1};
+  p.tensor_class = {0};
+  p.workspace_class = {-1};
+  set_objects(p, {{0}});
+  add(p, StepKind::kSwapIn, x, 0, {});
+  compute(p, 0, {0});
+  add(p, StepKind::kDrop, x, 0, {1});
+  EXPECT_VERIFIES(g, p);
+  add(p, StepKind::kSwapIn, x, 0, {2});
+  EXPECT_VIOLATION(g, p,
+                   "step 3 (swap_in of tensor 0 'x' into object 0) reads a stale host copy of "
+                   "tensor 0 'x': the host copy has version 0, but the latest is version 1 "
+                   "(written by step 1 (compute of op 0, test::op))");
+}
+
+TEST(Verify, DropOfDirtyPersistent) {
+  const Graph g = small_graph();
+  Plan p = cold_plan(g);
+  p.steps[9].kind = StepKind::kDrop;
+  EXPECT_VIOLATION(g, p,
+                   "step 9 (drop of tensor 0 'w' from object 0): drop loses the latest value of "
+                   "tensor 0 'w': version 1 is on the device only (its host copy has version 0), "
+                   "and it is persistent, so its value must be kept at the end");
+}
+
+TEST(Verify, TheEnd) {
+  const Graph g = small_graph();
+  {
+    // w updated and never written back.
+    Plan p = cold_plan(g);
+    remove_step(p, 9);
+    EXPECT_VIOLATION(g, p,
+                     "at the end, the latest value (version 1) of persistent tensor 0 'w' is "
+                     "lost: it is in object 0, which is not an initial_resident object of it, and "
+                     "its host copy has version 0");
+  }
+  {
+    // Written back, but not where the next iteration expects it.
+    Plan p = steady_plan(g);
+    add(p, StepKind::kSwapOut, kW, 3, {5});
+    EXPECT_VIOLATION(g, p,
+                     "at the end, initial-resident tensor 0 'w' is not on the device (it was "
+                     "swapped out at step 6 and not brought back), but the next iteration "
+                     "expects it in object 3");
+    // Brought back into another object.
+    add(p, StepKind::kSwapIn, kW, 0, {6});
+    EXPECT_VIOLATION(g, p,
+                     "at the end, initial-resident tensor 0 'w' is in object 0, but the next "
+                     "iteration expects it in object 3");
+    // Into its own object: fine.
+    p.steps[7].object = 3;
+    EXPECT_VERIFIES(g, p);
+  }
+}
+
+TEST(Verify, SteadyStateStartsWithStaleHostCopies) {
+  const Graph g = small_graph();
+  {
+    // w starts resident and is updated in the iteration: its host copy is
+    // stale, so dropping it (even to fetch it back) loses its value.
+    Plan p = steady_plan(g);
+    insert_step(p, 0, StepKind::kDrop, kW, 3, {});
+    insert_step(p, 1, StepKind::kSwapIn, kW, 3, {0});
+    EXPECT_VIOLATION(
+        g, p,
+        "step 0 (drop of tensor 0 'w' from object 3): drop loses the latest value of "
+        "tensor 0 'w': version 0 is on the device only (its host copy is stale (not "
+        "written back since the previous iteration)), and it is used again by op 0 'fwd'");
+    // Writing it back first makes the host copy current.
+    p.steps[0].kind = StepKind::kSwapOut;
+    EXPECT_VERIFIES(g, p);
+  }
+  {
+    // If the plan writes w's last version back (and brings it back to its
+    // object), the host copy is current at the start of the next iteration,
+    // and a drop of w before its update is fine.
+    Plan p = steady_plan(g);
+    add(p, StepKind::kSwapOut, kW, 3, {5});  // 6
+    add(p, StepKind::kSwapIn, kW, 3, {6});   // 7
+    EXPECT_VERIFIES(g, p);
+    insert_step(p, 0, StepKind::kDrop, kW, 3, {});
+    insert_step(p, 1, StepKind::kSwapIn, kW, 3, {0});
+    EXPECT_VERIFIES(g, p);
+  }
+  {
+    // Without initial_resident, w is not on the device at the start.
+    Plan p = steady_plan(g);
+    p.initial_resident.clear();
+    EXPECT_VIOLATION(g, p,
+                     "step 1 (compute of op 0 'fwd', test::op) reads tensor 0 'w' from object 3, "
+                     "but tensor 0 'w' is not on the device (it was never brought in)");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Random graphs, orders and budgets.
+
+DeviceProfile slow_link() {  // 1 byte per microsecond: copies matter
+  DeviceProfile d;
+  d.name = "slow-link";
+  d.h2d_gbps = 0.001;
+  d.d2h_gbps = 0.001;
+  d.duplex_gbps = 0.0015;
+  d.launch_overhead_us = 1;
+  return d;
+}
+
+// A random topological order: Kahn's algorithm with a random ready op.
+std::vector<OpId> random_order(const Dataflow& df, std::mt19937_64& rng) {
+  const int m = df.num_ops();
+  std::vector<int> missing(m);
+  std::vector<OpId> ready, order;
+  for (OpId o = 0; o < m; ++o) {
+    missing[o] = static_cast<int>(df.preds(o).size());
+    if (missing[o] == 0) ready.push_back(o);
+  }
+  while (!ready.empty()) {
+    const size_t i = rng() % ready.size();
+    const OpId o = ready[i];
+    ready[i] = ready.back();
+    ready.pop_back();
+    order.push_back(o);
+    for (OpId s : df.succs(o))
+      if (--missing[s] == 0) ready.push_back(s);
+  }
+  return order;
+}
+
+// The smallest budget default_allocation accepts: the minimum counts of one
+// class per size.
+int64_t min_feasible_budget(const Graph& g, const SizeTable& t) {
+  std::vector<ClassId> cls(t.num_sizes());
+  for (int i = 0; i < t.num_sizes(); ++i)
+    cls[i] = i;
+  const auto cnt = min_counts(g, t, cls);
+  const auto bytes = class_bytes(t, cls);
+  int64_t sum = 0;
+  for (size_t c = 0; c < cnt.size(); ++c)
+    sum += cnt[c] * bytes[c];
+  return std::max(sum, min_budget(g));
+}
+
+struct PlannedCase {
+  std::string label;  // how to reproduce it
+  Plan plan;
+};
+
+// Note [Known planner bug]
+// ------------------------
+// The swap planner places a swap-in by the release of its object's previous
+// tenant only, ignoring the step that evicted the same tensor from its
+// previous object. Two symptoms (reproducers: PlannerBug.*):
+//   (a) the swap-in does not wait for the swap-out that writes the host copy
+//       it reads (a race, hidden in the simulator by timing);
+//   (b) the swap-in is issued before the drop or swap-out that evicts the
+//       tensor from its previous object (or before that object's last use):
+//       the tensor is in two objects at once.
+// The property tests below count plans with these symptoms rather than fail
+// on them: (a) is patched (the missing wait added) and the plan verified
+// again; a plan with (b) is not checked further. Any other violation fails.
+// Once the planner is fixed, both counts are 0 and kToleratePlannerBug can go.
+constexpr bool kToleratePlannerBug = true;
+
+bool is_host_wait_bug(const std::string& v) {
+  return v.find("swap_in of") != std::string::npos &&
+         v.find("which writes the host copy it reads") != std::string::npos;
+}
+bool is_double_residency_bug(const std::string& v) {
+  return v.find("swap_in of") != std::string::npos &&
+         v.find(", but it is already on the device in object") != std::string::npos;
+}
+
+// Adds to every swap-in a wait for the last earlier swap-out of its tensor.
+void patch_host_waits(Plan& p) {
+  StepList l = unpack(p);
+  std::vector<StepId> last_out;
+  for (StepId s = 0; s < static_cast<StepId>(l.steps.size()); ++s) {
+    const Step& st = l.steps[s];
+    if (st.kind == StepKind::kCompute) continue;
+    if (static_cast<size_t>(st.subject) >= last_out.size()) last_out.resize(st.subject + 1, -1);
+    if (st.kind == StepKind::kSwapOut) last_out[st.subject] = s;
+    const StepId k = last_out[st.subject];
+    if (st.kind == StepKind::kSwapIn && k >= 0 &&
+        std::find(l.waits[s].begin(), l.waits[s].end(), k) == l.waits[s].end())
+      l.waits[s].push_back(k);
+  }
+  pack(l, p);
+}
+
+struct Tally {
+  int planned = 0;
+  int verified = 0;    // as planned
+  int host_wait = 0;   // symptom (a) only: verified once patched
+  int double_res = 0;  // symptom (b)
+  int failures = 0;    // anything else
+  void print(const char* what, uint64_t seed) const {
+    std::cout << "[ verify_test ] " << what << " (seed " << seed << "): " << planned << " plans, "
+              << verified << " verified as made";
+    if (host_wait + double_res > 0)
+      std::cout << "; KNOWN PLANNER BUG (Note [Known planner bug]): " << host_wait
+                << " with a swap-in not waiting for its host copy (verified once patched), "
+                << double_res << " with a tensor in two objects";
+    std::cout << "; " << failures << " other violations\n";
+  }
+};
+
+// Verifies p, tolerating the known planner bug as described above. Returns
+// true when p (patched if need be) verifies.
+bool verify_tolerant(const Graph& g, Plan& p, const std::string& what, Tally* tally) {
+  ++tally->planned;
+  VerifyResult r = verify_plan(g, p);
+  if (r.ok) {
+    ++tally->verified;
+    return true;
+  }
+  if (kToleratePlannerBug && is_host_wait_bug(r.violation)) {
+    patch_host_waits(p);
+    r = verify_plan(g, p);
+    if (r.ok) {
+      ++tally->host_wait;
+      return true;
+    }
+  }
+  if (kToleratePlannerBug && is_double_residency_bug(r.violation)) {
+    ++tally->double_res;
+    return false;
+  }
+  ++tally->failures;
+  ADD_FAILURE() << what << ": " << r.violation;
+  return false;
+}
+
+// Plans graph g (made with `label`) with a random order and budget and every
+// eviction policy and steady-state setting; every plan must verify and
+// simulate. Appends some of the verified plans to *out when given.
+void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& rng,
+                     std::vector<PlannedCase>* out, Tally* tally) {
+  const Dataflow df(g);
+  const SizeTable t = make_size_table(g);
+  const DeviceProfile dev = rng() % 2 ? slow_link() : load_device("v100-16gb");
+  const std::vector<double> op_us = op_times_us(g, dev);
+  SwapPlanner planner(g, t, op_us, dev);
+  Simulator sim;
+  const int64_t lo = min_feasible_budget(g, t);
+  for (int which = 0; which < 2; ++which) {
+    const std::vector<OpId> order = which == 0 ? program_order(g.num_ops()) : random_order(df, rng);
+    const int64_t hi = std::max(lo, peak_live_bytes(g, order));
+    for (int k = 0; k < 2; ++k) {
+      const int64_t budget =
+          k == 0 ? lo + static_cast<int64_t>(rng() % (hi - lo + 1)) : lo + (hi - lo) / 8;
+      Allocation a;
+      std::string why;
+      ASSERT_TRUE(default_allocation(g, t, order, budget, &a, &why)) << label << ": " << why;
+      for (EvictionPolicy ev : {EvictionPolicy::kBelady, EvictionPolicy::kLru}) {
+        for (bool steady : {true, false}) {
+          PlannerOptions opt;
+          opt.eviction = ev;
+          opt.steady_state = steady;
+          Plan p;
+          const std::string what =
+              fmt::format("{}, {} order, budget {} (min {}, peak {}), {}, steady_state {}, {}",
+                          label, which == 0 ? "program" : "random", budget, lo, hi,
+                          ev == EvictionPolicy::kBelady ? "belady" : "lru", steady, dev.name);
+          ASSERT_TRUE(planner.plan(order, a, budget, opt, &p, &why)) << what << ": " << why;
+          if (!verify_tolerant(g, p, what, tally)) continue;
+          const SimResult s = sim.run(g, p, op_us, dev);
+          EXPECT_TRUE(s.ok) << what << ": verified, but the simulator says: " << s.error;
+          if (out && rng() % 4 == 0) out->push_back({what, std::move(p)});
+        }
+      }
+    }
+  }
+}
+
+int graph_count() {
+  return 220;
+}
+
+TEST(VerifyProperty, RandomGraphsValidate) {
+  std::mt19937_64 rng(test_seed());
+  for (int i = 0; i < 50; ++i) {
+    const Graph g = testing::random_graph(1 + static_cast<int>(rng() % 20), rng());
+    EXPECT_NO_THROW(validate_graph(g, g.name));
+    EXPECT_GT(distinct_sizes(g), 1);
+  }
+  // The same options give the same graph.
+  const Graph a = testing::random_graph(9, 77), b = testing::random_graph(9, 77);
+  ASSERT_EQ(a.num_ops(), b.num_ops());
+  ASSERT_EQ(a.num_tensors(), b.num_tensors());
+  for (int o = 0; o < a.num_ops(); ++o) {
+    EXPECT_EQ(a.ops[o].inputs, b.ops[o].inputs);
+    EXPECT_EQ(a.ops[o].updates, b.ops[o].updates);
+    EXPECT_EQ(a.ops[o].workspace_bytes, b.ops[o].workspace_bytes);
+  }
+}
+
+TEST(VerifyProperty, EveryPlannerPlanVerifies) {
+  const uint64_t seed = test_seed();
+  RecordProperty("seed", std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  Tally tally;
+  for (int i = 0; i < graph_count() && tally.failures < 5; ++i) {
+    const int layers = 2 + static_cast<int>(rng() % 14);
+    const uint64_t gseed = rng();
+    const Graph g = testing::random_graph(layers, gseed);
+    validate_graph(g, g.name);
+    const std::string label = fmt::format("graph {} (random_graph({}, {}))", i, layers, gseed);
+    plan_and_verify(g, label, rng, nullptr, &tally);
+    if (HasFatalFailure()) return;
+  }
+  tally.print("swap planner on random graphs", seed);
+  EXPECT_EQ(tally.failures, 0);
+  EXPECT_GE(tally.planned, 200 * 16);
+}
+
+TEST(VerifyProperty, EveryBaselinePlanVerifies) {
+  const uint64_t seed = test_seed() + 1;
+  std::mt19937_64 rng(seed);
+  Tally tally;
+  for (int i = 0; i < 40; ++i) {
+    const int layers = 2 + static_cast<int>(rng() % 12);
+    const uint64_t gseed = rng();
+    const Graph g = testing::random_graph(layers, gseed);
+    const DeviceProfile dev = i % 2 ? slow_link() : load_device("v100-16gb");
+    const SizeTable t = make_size_table(g);
+    const int64_t lo = min_feasible_budget(g, t);
+    const int64_t hi = std::max(lo, peak_live_bytes(g));
+    const int64_t budget = lo + static_cast<int64_t>(rng() % (hi - lo + 1));
+    const Problem pb(g, dev, budget);
+    for (const std::string& name : baseline_names()) {
+      MethodResult r = run_baseline(name, pb);
+      if (!r.feasible) continue;
+      verify_tolerant(g, r.plan,
+                      fmt::format("{} on random_graph({}, {}), budget {}, {}", name, layers, gseed,
+                                  budget, dev.name),
+                      &tally);
+    }
+  }
+  tally.print("baselines on random graphs", seed);
+  EXPECT_EQ(tally.failures, 0);
+  EXPECT_GT(tally.planned, 40);
+}
+
+// A 30,000-op plan verifies in well under a second (Release build).
+TEST(VerifyProperty, LargePlanVerifiesFast) {
+  testing::RandomGraphOptions o;
+  o.layers = 8000;
+  o.seed = test_seed();
+  const Graph g = testing::random_graph(o);
+  const SizeTable t = make_size_table(g);
+  const DeviceProfile dev = load_device("v100-16gb");
+  const std::vector<double> op_us = op_times_us(g, dev);
+  const std::vector<OpId> order = program_order(g.num_ops());
+  const int64_t lo = min_feasible_budget(g, t);
+  const int64_t budget = lo + (peak_live_bytes(g, order) - lo) / 4;
+  Allocation a;
+  std::string why;
+  ASSERT_TRUE(default_allocation(g, t, order, budget, &a, &why)) << why;
+  SwapPlanner planner(g, t, op_us, dev);
+  Plan p;
+  ASSERT_TRUE(planner.plan(order, a, budget, {}, &p, &why)) << why;
+  const auto start = std::chrono::steady_clock::now();
+  const VerifyResult r = verify_plan(g, p);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "[ verify_test ] verified a plan of " << g.num_ops() << " ops, " << p.num_steps()
+            << " steps, " << p.access_objects.size() << " accesses in " << ms
+            << " ms: " << (r.ok ? "ok" : r.violation) << "\n";
+  if (!r.ok) {
+    Tally tally;
+    verify_tolerant(g, p, "the large plan", &tally);
+    tally.print("large plan", o.seed);
+  }
+  RecordProperty("large_plan_verify_ms", std::to_string(ms));
+  EXPECT_GE(g.num_ops(), 30000);
+#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
+  EXPECT_LT(ms, 1000);
+#endif
+}
+
+// ---------------------------------------------------------------------------
+// Reproducers of Note [Known planner bug]. Each skips while the planner has
+// the bug and passes once it is fixed.
+
+// random_graph(2, 820): two layers; mask1 (1 KiB) is created by fwd1 and read
+// by bwd1.
+Graph host_wait_graph() {
+  GraphBuilder b;
+  b.tensor(256, TensorKind::kInput, "data");                              // 0
+  b.tensor(256, TensorKind::kInput, "labels");                            // 1
+  b.tensor(1024, TensorKind::kParam, "layer1.weight");                    // 2
+  b.tensor(64, TensorKind::kActivation, "h1");                            // 3
+  b.tensor(1024, TensorKind::kActivation, "mask1");                       // 4
+  b.tensor(1024, TensorKind::kParam, "layer2.bias");                      // 5
+  b.tensor(64, TensorKind::kActivation, "h2");                            // 6
+  b.tensor(64, TensorKind::kActivation, "loss");                          // 7
+  b.tensor(64, TensorKind::kGradient, "grad_h2");                         // 8
+  b.tensor(64, TensorKind::kGradient, "grad_h1");                         // 9
+  b.tensor(1024, TensorKind::kGradient, "grad_layer1.weight");            // 10
+  b.tensor(1024, TensorKind::kGradient, "grad_layer2.bias");              // 11
+  b.tensor(1024, TensorKind::kOptimizerState, "layer1.weight.momentum");  // 12
+  b.tensor(1024, TensorKind::kOptimizerState, "layer2.bias.momentum");    // 13
+  b.op({0, 2}, {3, 4}, {}, 38, "fwd1");
+  b.g.ops.back().workspace_bytes = 256;
+  b.op({3, 2, 5}, {6}, {}, 29, "fwd2");
+  b.op({6, 1}, {7, 8}, {}, 25, "loss");
+  b.op({8, 3, 2}, {9, 10, 11}, {}, 49, "bwd2");
+  b.op({9, 0, 2, 4}, {}, {10}, 24, "bwd1");
+  b.op({10}, {}, {2, 12}, 36, "sgd1");
+  b.op({11}, {}, {5, 13}, 32, "sgd2");
+  validate_graph(b.g, "host_wait_graph");
+  return b.g;
+}
+
+// The swap-in of a tensor brought back into another object than the one it
+// was swapped out of waits only for that object's previous tenant, not for
+// the swap-out that writes the host copy it reads. Program order, budget 5140
+// B, LRU, no steady state, v100-16gb: mask1 is swapped out of one object
+// after fwd1 and swapped into another (freed by a drop of layer2.bias after
+// fwd2) with no wait on the swap-out.
+TEST(PlannerBug, SwapInDoesNotWaitForTheSwapOutThatWritesItsHostCopy) {
+  const Graph g = host_wait_graph();
+  const DeviceProfile dev = load_device("v100-16gb");
+  const SizeTable t = make_size_table(g);
+  const std::vector<double> op_us = op_times_us(g, dev);
+  const std::vector<OpId> order = program_order(g.num_ops());
+  Allocation a;
+  std::string why;
+  ASSERT_TRUE(default_allocation(g, t, order, 5140, &a, &why)) << why;
+  SwapPlanner planner(g, t, op_us, dev);
+  PlannerOptions opt;
+  opt.eviction = EvictionPolicy::kLru;
+  opt.steady_state = false;
+  Plan p;
+  ASSERT_TRUE(planner.plan(order, a, 5140, opt, &p, &why)) << why;
+  const VerifyResult r = verify_plan(g, p);
+  if (!r.ok && is_host_wait_bug(r.violation)) {
+    // Make the race visible: with a device-to-host link 10^4 times slower,
+    // the simulator starts the swap-in before the swap-out has finished.
+    DeviceProfile slow_d2h = dev;
+    slow_d2h.d2h_gbps /= 1e4;
+    Simulator sim;
+    const SimResult sr = sim.run(g, p, op_us, slow_d2h, {true});
+    std::string race;
+    for (StepId in = 0; in < p.num_steps() && sr.ok; ++in) {
+      if (p.steps[in].kind != StepKind::kSwapIn) continue;
+      for (StepId out = in - 1; out >= 0; --out) {
+        if (p.steps[out].kind != StepKind::kSwapOut || p.steps[out].subject != p.steps[in].subject)
+          continue;
+        if (sr.timeline[in].start_us < sr.timeline[out].end_us && race.empty())
+          race = fmt::format(
+              "; with a 10^4 times slower D2H link the simulator starts the swap-in "
+              "(step {}) at {:.1f} us, before the swap-out (step {}) ends at {:.1f} "
+              "us",
+              in, sr.timeline[in].start_us, out, sr.timeline[out].end_us);
+        break;
+      }
+    }
+    GTEST_SKIP() << "planner bug: a swap-in does not wait for the swap-out that writes the host "
+                    "copy it reads: "
+                 << r.violation << race;
+  }
+  EXPECT_TRUE(r.ok) << r.violation;
+}
+
+// random_graph(2, 223): data (an input) is read by fwd1 and, much later, by
+// bwd1.
+Graph double_residency_graph() {
+  GraphBuilder b;
+  b.tensor(256, TensorKind::kInput, "data");                             // 0
+  b.tensor(96, TensorKind::kInput, "labels");                            // 1
+  b.tensor(256, TensorKind::kParam, "layer1.weight");                    // 2
+  b.tensor(512, TensorKind::kActivation, "h1");                          // 3
+  b.tensor(128, TensorKind::kActivation, "h2");                          // 4
+  b.tensor(64, TensorKind::kActivation, "loss");                         // 5
+  b.tensor(128, TensorKind::kGradient, "grad_h2");                       // 6
+  b.tensor(512, TensorKind::kGradient, "grad_h1");                       // 7
+  b.tensor(256, TensorKind::kGradient, "grad_layer1.weight");            // 8
+  b.tensor(256, TensorKind::kOptimizerState, "layer1.weight.momentum");  // 9
+  b.op({0, 2}, {3}, {}, 35, "fwd1");
+  b.op({3, 2}, {4}, {}, 37, "fwd2");
+  b.op({4, 1}, {5, 6}, {}, 43, "loss");
+  b.op({6, 3, 2}, {7, 8}, {}, 19, "bwd2");
+  b.op({7, 0, 2}, {}, {8}, 48, "bwd1");
+  b.op({8}, {}, {2, 9}, 29, "sgd1");
+  b.g.ops.back().workspace_bytes = 128;
+  validate_graph(b.g, "double_residency_graph");
+  return b.g;
+}
+
+// A tensor evicted (dropped) from one object and fetched back into another is
+// fetched before the drop, even before its last use in the first object:
+// it is in two objects at once. Program order, budget 2208 B, Belady, steady
+// state, a 1 B/us link: data is fetched into one object for fwd1 and, in the
+// steps list, fetched again into the object that the momentum leaves at the
+// start, before fwd1 runs and before data's drop after fwd1.
+TEST(PlannerBug, SwapInOfAResidentTensorBeforeItsEviction) {
+  const Graph g = double_residency_graph();
+  const DeviceProfile dev = slow_link();
+  const SizeTable t = make_size_table(g);
+  const std::vector<double> op_us = op_times_us(g, dev);
+  const std::vector<OpId> order = program_order(g.num_ops());
+  Allocation a;
+  std::string why;
+  ASSERT_TRUE(default_allocation(g, t, order, 2208, &a, &why)) << why;
+  SwapPlanner planner(g, t, op_us, dev);
+  Plan p;
+  ASSERT_TRUE(planner.plan(order, a, 2208, {}, &p, &why)) << why;
+  const VerifyResult r = verify_plan(g, p);
+  if (!r.ok && is_double_residency_bug(r.violation))
+    GTEST_SKIP() << "planner bug: a swap-in of a tensor comes before the eviction of the same "
+                    "tensor from another object: "
+                 << r.violation;
+  EXPECT_TRUE(r.ok) << r.violation;
+}
+
+// ---------------------------------------------------------------------------
+// Mutations: each surely breaks a rule (checked where it depends on the plan).
+
+// Objects a step references: a compute step's access objects, or the step's object.
+std::vector<ObjectId> objects_of_step(const Plan& p, StepId s) {
+  const Step& st = p.steps[s];
+  if (st.kind != StepKind::kCompute) return {st.object};
+  const auto objs = p.objects_of(st.subject);
+  return {objs.begin(), objs.end()};
+}
+
+// Happens-before as reachability sets (independent of the verifier's vector
+// clocks): reach[s] has bit a when a happens before s.
+std::vector<std::vector<uint64_t>> reachability(const Plan& p) {
+  const int n = p.num_steps();
+  const int words = (n + 63) / 64;
+  std::vector<std::vector<uint64_t>> reach(n, std::vector<uint64_t>(words, 0));
+  StepId last[kNumStreams] = {-1, -1, -1};
+  for (StepId s = 0; s < n; ++s) {
+    std::vector<StepId> preds(p.waits_of(s).begin(), p.waits_of(s).end());
+    const Stream st = stream_of(p.steps[s].kind);
+    if (st != Stream::kNone) {
+      if (last[static_cast<int>(st)] >= 0) preds.push_back(last[static_cast<int>(st)]);
+      last[static_cast<int>(st)] = s;
+    }
+    for (StepId a : preds) {
+      for (int w = 0; w < words; ++w)
+        reach[s][w] |= reach[a][w];
+      reach[s][a / 64] |= uint64_t{1} << (a % 64);
+    }
+  }
+  return reach;
+}
+// A drop takes no time: it is done before b when everything it waits for is.
+bool reaches(const Plan& p, const std::vector<std::vector<uint64_t>>& reach, StepId a, StepId b) {
+  if (p.steps[a].kind == StepKind::kDrop) {
+    for (StepId w : p.waits_of(a))
+      if (!reaches(p, reach, w, b)) return false;
+    return true;
+  }
+  return (reach[b][a / 64] >> (a % 64)) & 1;
+}
+
+// Whether any step after s references tensor t (an access or a copy or drop).
+bool referenced_after(const Graph& g, const Plan& p, StepId s, TensorId t) {
+  for (StepId k = s + 1; k < p.num_steps(); ++k) {
+    const Step& st = p.steps[k];
+    if (st.kind != StepKind::kCompute) {
+      if (st.subject == t) return true;
+      continue;
+    }
+    bool uses = false;
+    for_each_access(g.ops[st.subject], [&](TensorId u, Access) { uses = uses || u == t; });
+    if (uses) return true;
+  }
+  return false;
+}
+bool accessed_after(const Graph& g, const Plan& p, StepId s, TensorId t) {
+  for (StepId k = s + 1; k < p.num_steps(); ++k) {
+    const Step& st = p.steps[k];
+    if (st.kind != StepKind::kCompute) continue;
+    bool uses = false;
+    for_each_access(g.ops[st.subject], [&](TensorId u, Access) { uses = uses || u == t; });
+    if (uses) return true;
+  }
+  return false;
+}
+bool initially_resident(const Plan& p, TensorId t) {
+  for (const ResidentTensor& r : p.initial_resident)
+    if (r.tensor == t) return true;
+  return false;
+}
+
+enum Mutation {
+  kAccessObject,   // a read or update finds another object of its class
+  kRemoveWait,     // a wait whose removal leaves a required pair unordered
+  kRemoveSwapIn,   // a swap-in of a tensor used later
+  kSwapOutToDrop,  // a swap-out of a dirty tensor needed later becomes a drop
+  kSwapCompute,    // two consecutive compute steps trade places
+  kBudget,         // the budget shrinks below the pool
+  kShrinkClass,    // the last class loses its last object, which the plan uses
+  kSwapInObject,   // a swap-in goes to another object of the class
+  kRemoveSwapOut,  // the first swap-out of a transient fetched again is removed
+  kNotResident,    // an initial_resident tensor that the plan uses is left out
+  kNumMutations,
+};
+const char* mutation_name(int m) {
+  static const char* names[] = {
+      "access-object", "remove-wait",  "remove-swap-in", "swap-out-to-drop", "swap-compute",
+      "budget",        "shrink-class", "swap-in-object", "remove-swap-out",  "not-resident"};
+  return names[m];
+}
+
+StepId random_step(const Plan& p, std::mt19937_64& rng, auto&& pred) {
+  std::vector<StepId> c;
+  for (StepId s = 0; s < p.num_steps(); ++s)
+    if (pred(s)) c.push_back(s);
+  return c.empty() ? -1 : c[rng() % c.size()];
+}
+
+// Applies mutation m to p. Returns false when p offers no place for it.
+// *expect is set to a substring the violation must contain ("" for any).
+bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* expect) {
+  expect->clear();
+  p.pool.finalize();  // for class_of() and first_object()
+  const int nobj = p.pool.num_objects();
+  auto other_object_of_class = [&](ObjectId x) -> ObjectId {
+    const ClassId c = p.pool.class_of(x);
+    const int cnt = p.pool.class_count[c];
+    if (cnt < 2) return kNoObject;
+    const ObjectId y = p.pool.first_object(c) + static_cast<ObjectId>(rng() % (cnt - 1));
+    return y >= x ? y + 1 : y;
+  };
+  switch (m) {
+    case kAccessObject: {
+      std::vector<int32_t> slots;  // read/update slots
+      for (OpId o = 0; o < g.num_ops(); ++o) {
+        const Op& op = g.ops[o];
+        const int first = p.access_begin[o] + static_cast<int>(op.outputs.size());
+        const int n = static_cast<int>(op.inputs.size() + op.updates.size());
+        for (int k = 0; k < n; ++k)
+          if (p.pool.class_count[p.pool.class_of(p.access_objects[first + k])] >= 2)
+            slots.push_back(first + k);
+      }
+      if (slots.empty()) return false;
+      const int32_t i = slots[rng() % slots.size()];
+      p.access_objects[i] = other_object_of_class(p.access_objects[i]);
+      return true;
+    }
+    case kRemoveWait: {
+      // Try a few steps: remove one wait and keep the mutation if some object
+      // the step references was last referenced by a step that no longer
+      // happens before it (tenancy, residency or release then breaks).
+      for (int attempt = 0; attempt < 20; ++attempt) {
+        const StepId s = random_step(p, rng, [&](StepId k) { return !p.waits_of(k).empty(); });
+        if (s < 0) return false;
+        Plan q = p;
+        StepList l = unpack(q);
+        l.waits[s].erase(l.waits[s].begin() + static_cast<long>(rng() % l.waits[s].size()));
+        pack(l, q);
+        const auto reach = reachability(q);
+        bool broken = false;
+        for (ObjectId x : objects_of_step(q, s)) {
+          for (StepId k = s - 1; k >= 0; --k) {
+            const auto objs = objects_of_step(q, k);
+            if (std::find(objs.begin(), objs.end(), x) == objs.end()) continue;
+            broken = broken || !reaches(q, reach, k, s);
+            break;
+          }
+        }
+        if (broken) {
+          p = std::move(q);
+          *expect = "does not wait for";
+          return true;
+        }
+      }
+      return false;
+    }
+    case kRemoveSwapIn: {
+      const StepId s = random_step(p, rng, [&](StepId k) {
+        const Step& st = p.steps[k];
+        return st.kind == StepKind::kSwapIn &&
+               (referenced_after(g, p, k, st.subject) || initially_resident(p, st.subject));
+      });
+      if (s < 0) return false;
+      remove_step(p, s);
+      return true;
+    }
+    case kSwapOutToDrop: {
+      // The first swap-out of a transient accessed later (it has no host copy),
+      // or the first swap-out of a persistent tensor after its last update.
+      std::vector<StepId> last_update(g.num_tensors(), -1);
+      for (StepId k = 0; k < p.num_steps(); ++k)
+        if (p.steps[k].kind == StepKind::kCompute)
+          for (TensorId t : g.ops[p.steps[k].subject].updates)
+            last_update[t] = k;
+      std::vector<char> seen(g.num_tensors(), 0);
+      std::vector<StepId> cand;
+      for (StepId k = 0; k < p.num_steps(); ++k) {
+        const Step& st = p.steps[k];
+        if (st.kind != StepKind::kSwapOut) continue;
+        const TensorId t = st.subject;
+        const TensorKind kind = g.tensors[t].kind;
+        if (is_transient(kind) && !seen[t] && accessed_after(g, p, k, t)) cand.push_back(k);
+        if (is_persistent(kind) && last_update[t] >= 0 && k > last_update[t] && !seen[t])
+          cand.push_back(k);
+        if (is_transient(kind) || (last_update[t] >= 0 && k > last_update[t])) seen[t] = 1;
+      }
+      if (cand.empty()) return false;
+      p.steps[cand[rng() % cand.size()]].kind = StepKind::kDrop;
+      *expect = "drop loses the latest value of";
+      return true;
+    }
+    case kSwapCompute: {
+      std::vector<StepId> cs;
+      for (StepId k = 0; k < p.num_steps(); ++k)
+        if (p.steps[k].kind == StepKind::kCompute) cs.push_back(k);
+      if (cs.size() < 2) return false;
+      const size_t i = rng() % (cs.size() - 1);
+      std::swap(p.steps[cs[i]].subject, p.steps[cs[i + 1]].subject);
+      *expect = "is compute step number";
+      return true;
+    }
+    case kBudget:
+      p.memory_budget = p.pool.total_bytes() - 1 - static_cast<int64_t>(rng() % 64);
+      *expect = "over the memory budget";
+      return true;
+    case kShrinkClass: {
+      int c = p.pool.num_classes() - 1;
+      while (c >= 0 && p.pool.class_count[c] == 0)
+        --c;
+      if (c < 0) return false;
+      const ObjectId last = nobj - 1;
+      bool used = std::find(p.access_objects.begin(), p.access_objects.end(), last) !=
+                  p.access_objects.end();
+      for (const Step& st : p.steps)
+        used = used || (st.kind != StepKind::kCompute && st.object == last);
+      for (const ResidentTensor& r : p.initial_resident)
+        used = used || r.object == last;
+      if (!used) return false;
+      --p.pool.class_count[c];
+      p.pool.finalize();
+      *expect = "but the pool has";
+      return true;
+    }
+    case kSwapInObject: {
+      const StepId s = random_step(p, rng, [&](StepId k) {
+        const Step& st = p.steps[k];
+        return st.kind == StepKind::kSwapIn &&
+               p.pool.class_count[p.pool.class_of(st.object)] >= 2 &&
+               (referenced_after(g, p, k, st.subject) || initially_resident(p, st.subject));
+      });
+      if (s < 0) return false;
+      p.steps[s].object = other_object_of_class(p.steps[s].object);
+      return true;
+    }
+    case kRemoveSwapOut: {
+      std::vector<char> seen(g.num_tensors(), 0);
+      std::vector<StepId> cand;
+      for (StepId k = 0; k < p.num_steps(); ++k) {
+        const Step& st = p.steps[k];
+        if (st.kind != StepKind::kSwapOut || !is_transient(g.tensors[st.subject].kind)) continue;
+        if (!seen[st.subject] && accessed_after(g, p, k, st.subject)) cand.push_back(k);
+        seen[st.subject] = 1;
+      }
+      if (cand.empty()) return false;
+      remove_step(p, cand[rng() % cand.size()]);
+      return true;
+    }
+    case kNotResident: {
+      std::vector<size_t> cand;
+      for (size_t i = 0; i < p.initial_resident.size(); ++i)
+        if (referenced_after(g, p, -1, p.initial_resident[i].tensor)) cand.push_back(i);
+      if (cand.empty()) return false;
+      p.initial_resident.erase(p.initial_resident.begin() +
+                               static_cast<long>(cand[rng() % cand.size()]));
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST(VerifyProperty, MutatedPlansAreRejected) {
+  const uint64_t seed = test_seed() + 2;
+  RecordProperty("seed", std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  std::vector<PlannedCase> plans;
+  Tally tally;
+  int applied[kNumMutations] = {};
+  for (int i = 0; i < 60; ++i) {
+    const int layers = 2 + static_cast<int>(rng() % 12);
+    const uint64_t gseed = rng();
+    const Graph g = testing::random_graph(layers, gseed);
+    const std::string label = fmt::format("random_graph({}, {})", layers, gseed);
+    std::vector<PlannedCase> mine;
+    plan_and_verify(g, label, rng, &mine, &tally);
+    if (HasFatalFailure() || tally.failures > 0) return;
+    for (PlannedCase& c : mine) {
+      for (int m = 0; m < kNumMutations; ++m) {
+        for (int rep = 0; rep < 2; ++rep) {
+          Plan p = c.plan;
+          std::string expect;
+          if (!mutate(g, p, m, rng, &expect)) break;
+          const VerifyResult r = verify_plan(g, p);
+          EXPECT_FALSE(r.ok) << mutation_name(m) << " of " << c.label << " was accepted";
+          EXPECT_FALSE(r.violation.empty());
+          if (!expect.empty()) {
+            EXPECT_NE(r.violation.find(expect), std::string::npos)
+                << mutation_name(m) << " of " << c.label << ": " << r.violation
+                << "\nexpected it to mention: " << expect;
+          }
+          ++applied[m];
+        }
+      }
+    }
+  }
+  std::cout << "[ verify_test ] mutations rejected (seed " << seed << "):";
+  for (int m = 0; m < kNumMutations; ++m)
+    std::cout << " " << mutation_name(m) << "=" << applied[m];
+  std::cout << "\n";
+  for (int m = 0; m < kNumMutations; ++m)
+    EXPECT_GE(applied[m], 5) << "mutation " << mutation_name(m) << " was rarely applicable";
+}
+
+}  // namespace
+}  // namespace sa
