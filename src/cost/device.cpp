@@ -8,6 +8,7 @@
 
 #include "util/error.h"
 #include "util/file_io.h"
+#include "util/json.h"
 
 namespace sa {
 namespace {
@@ -47,7 +48,9 @@ double positive(const json& doc, const std::string& origin, const char* key, boo
     return fallback;
   }
   if (!it->is_number())
-    throw Error(fmt::format("{}: {}: expected a number, got {}", origin, key, it->dump()));
+    throw Error(fmt::format(
+        "{}: {}: expected a number, got {}", origin, key,
+        it->is_string() ? quote(it->get_ref<const std::string&>()) : std::string(it->type_name())));
   const double v = it->get<double>();
   if (!std::isfinite(v) || v <= 0)
     throw Error(fmt::format("{}: {}: must be a positive number, got {}", origin, key, v));
@@ -58,17 +61,13 @@ double positive(const json& doc, const std::string& origin, const char* key, boo
 
 std::vector<std::string> builtin_device_names() {
   std::vector<std::string> names;
-  for (const auto& d : builtins()) names.push_back(d.name);
+  for (const auto& d : builtins())
+    names.push_back(d.name);
   return names;
 }
 
 DeviceProfile parse_device(const std::string& text, const std::string& origin) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(fmt::format("{}: invalid JSON: {}", origin, e.what()));
-  }
+  const json doc = parse_json(text, origin);
   if (!doc.is_object()) throw Error(origin + ": a device profile must be a JSON object");
   if (doc.value("format", std::string()) != "swapadvisor-device")
     throw Error(origin + ": format: expected \"swapadvisor-device\"");

@@ -1,6 +1,7 @@
 #include "plan/allocation.h"
 
 #include <algorithm>
+#include <climits>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -172,20 +173,67 @@ bool repair_counts(const SizeTable& t, std::span<const int32_t> min, int64_t bud
   return true;
 }
 
+std::vector<ClassId> min_pool_classes(const Graph& g, const SizeTable& t) {
+  const int num_sizes = t.num_sizes();
+  const int m = g.num_ops();
+  // For every size, the ops touching an item of that size (once per item).
+  std::vector<std::vector<OpId>> ops_of_size(num_sizes);
+  for (OpId o = 0; o < m; ++o) {
+    for_each_access(g.ops[o],
+                    [&](TensorId x, Access) { ops_of_size[t.tensor_size[x]].push_back(o); });
+    if (t.workspace_size[o] >= 0) ops_of_size[t.workspace_size[o]].push_back(o);
+  }
+  // best[j]: the smallest minimum pool of sizes [0, j); cut[j]: where the last
+  // class of that solution starts. A class of sizes i..j costs sizes[j] times
+  // the most items of those sizes that one op touches.
+  constexpr int64_t kInf = INT64_MAX / 4;
+  std::vector<int64_t> best(num_sizes + 1, kInf);
+  std::vector<int32_t> cut(num_sizes + 1, 0);
+  best[0] = 0;
+  std::vector<int32_t> per_op(m, 0);
+  for (int i = 0; i < num_sizes; ++i) {
+    std::fill(per_op.begin(), per_op.end(), 0);
+    int32_t most = 0;
+    for (int j = i; j < num_sizes; ++j) {
+      for (OpId o : ops_of_size[j])
+        most = std::max(most, ++per_op[o]);
+      const int64_t cost = best[i] + t.sizes[j] * most;
+      if (cost < best[j + 1]) {
+        best[j + 1] = cost;
+        cut[j + 1] = i;
+      }
+    }
+  }
+  std::vector<int32_t> starts;
+  for (int j = num_sizes; j > 0; j = cut[j])
+    starts.push_back(cut[j]);
+  std::reverse(starts.begin(), starts.end());
+  std::vector<ClassId> cls(num_sizes);
+  for (size_t c = 0; c < starts.size(); ++c) {
+    const int end = c + 1 < starts.size() ? starts[c + 1] : num_sizes;
+    for (int i = starts[c]; i < end; ++i)
+      cls[i] = static_cast<ClassId>(c);
+  }
+  return cls;
+}
+
 bool default_allocation(const Graph& g, const SizeTable& t, std::span<const OpId> order,
                         int64_t budget, Allocation* out, std::string* why) {
   Allocation a;
   a.cls.resize(t.num_sizes());
   for (int i = 0; i < t.num_sizes(); ++i)
     a.cls[i] = i;
-  a.cnt = demand_counts(g, t, a.cls, order);
-  const auto min = min_counts(g, t, a.cls);
-  if (!repair_counts(t, min, budget, a)) {
-    if (why) *why = explain_min_pool(g, t, a.cls);
-    return false;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (attempt == 1) a.cls = min_pool_classes(g, t);
+    a.cnt = demand_counts(g, t, a.cls, order);
+    const auto min = min_counts(g, t, a.cls);
+    if (repair_counts(t, min, budget, a)) {
+      *out = std::move(a);
+      return true;
+    }
   }
-  *out = std::move(a);
-  return true;
+  if (why) *why = explain_min_pool(g, t, a.cls);
+  return false;
 }
 
 std::string explain_min_pool(const Graph& g, const SizeTable& t, std::span<const ClassId> cls) {

@@ -59,10 +59,16 @@ std::vector<int32_t> demand_counts(const Graph& g, const SizeTable& t, std::span
 // counts exceed the budget.
 bool repair_counts(const SizeTable& t, std::span<const int32_t> min, int64_t budget, Allocation& a);
 
-// The allocation with one class per distinct size whose counts are the
-// demand scaled down (as repair_counts does) to fit the budget; the start
-// point of the search and the allocation of the baselines. Returns false with
-// *why when the minimum counts do not fit.
+// The monotone CLS whose minimum pool (sum over classes of object size x
+// min_counts) is smallest, by dynamic programming over the sorted sizes: a
+// class merges neighbouring sizes when ops need them at different times.
+std::vector<ClassId> min_pool_classes(const Graph& g, const SizeTable& t);
+
+// The start point of the search and the allocation of the baselines: one
+// class per distinct size when its minimum pool fits the budget, else the
+// classes of min_pool_classes(); the counts are the demand scaled down (as
+// repair_counts does) to fit the budget. Returns false with *why when even
+// the smallest minimum pool does not fit.
 bool default_allocation(const Graph& g, const SizeTable& t, std::span<const OpId> order,
                         int64_t budget, Allocation* out, std::string* why);
 

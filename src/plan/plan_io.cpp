@@ -5,6 +5,7 @@
 
 #include "util/error.h"
 #include "util/file_io.h"
+#include "util/json.h"
 
 namespace sa {
 namespace {
@@ -33,7 +34,8 @@ class PlanReader {
     return *it;
   }
   int64_t integer(const json& j, const std::string& where, int64_t lo, int64_t hi) const {
-    if (!j.is_number_integer()) fail(where, fmt::format("expected an integer, got {}", j.dump()));
+    if (!j.is_number_integer())
+      fail(where, fmt::format("expected an integer, got {}", j.type_name()));
     const int64_t v =
         j.is_number_unsigned() && j.get<uint64_t>() > INT64_MAX ? INT64_MAX : j.get<int64_t>();
     if (v < lo || v > hi) fail(where, fmt::format("{} is out of range [{}, {}]", v, lo, hi));
@@ -69,7 +71,7 @@ class PlanReader {
     if (!gfp.is_string() || gfp.get<std::string>() != fp)
       fail("graph.fingerprint",
            fmt::format("this plan was made for another graph (fingerprint {}, this graph's is {})",
-                       gfp.dump(), fp));
+                       gfp.is_string() ? quote(gfp.get_ref<const std::string&>()) : "missing", fp));
     Plan p;
     if (doc.contains("method") && doc["method"].is_string()) p.method = doc["method"];
     p.memory_budget = integer(field(doc, "", "memory_budget"), "memory_budget", 0, INT64_MAX);
@@ -203,13 +205,7 @@ std::string plan_to_json(const Graph& g, const Plan& p) {
 }
 
 Plan parse_plan(const Graph& g, std::string_view text, std::string_view origin) {
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    throw Error(fmt::format("{}: invalid JSON: {}", origin, e.what()));
-  }
-  return PlanReader(g, origin).read(doc);
+  return PlanReader(g, origin).read(parse_json(text, origin));
 }
 
 void write_plan(const Graph& g, const Plan& p, const std::string& path) {

@@ -73,7 +73,7 @@ class SwapPlanner::Pass {
   const SizeTable& sizes() const { return sizes_; }
 
  private:
-  bool run(const std::vector<ResidentTensor>& resident);
+  bool run(const std::vector<ResidentTensor>& resident, bool fix_up);
   void place_op(int i);
   void after_op(int i, StepId compute);
   void fetch(ItemId x, int i);
@@ -91,6 +91,7 @@ class SwapPlanner::Pass {
   void ring_push(ClassId c, ObjectId obj);
   ObjectId ring_pop(ClassId c);
   void evict(ItemId v);
+  StepId swap_in(ItemId x, ObjectId obj, int32_t key_pos, StepId after);
   ObjectId acquire(ItemId x, int i, bool swap_in);
 
   // Fixed per graph.
@@ -121,6 +122,8 @@ class SwapPlanner::Pass {
   std::vector<uint8_t> dirty_;
   std::vector<int32_t> cursor_, last_pos_, pinned_;
   std::vector<StepId> last_step_, arrival_;
+  std::vector<StepId> host_write_;  // the item's last eviction (swap-out or drop)
+  std::vector<int32_t> host_key_;   // and its key position
   std::vector<uint32_t> stamp_;
   std::vector<ItemId> tenant_;
   std::vector<StepId> rel_compute_, rel_copy_;
@@ -218,7 +221,17 @@ int64_t SwapPlanner::Pass::victim_key(ItemId x) const {
 }
 
 void SwapPlanner::Pass::push_heap_entry(ItemId x) {
-  auto& h = heaps_[class_[x]];
+  const ClassId c = class_[x];
+  auto& h = heaps_[c];
+  // Every access pushes a fresh entry and leaves the old one stale; when the
+  // stale ones outnumber the objects of the class, drop them (amortized O(1)).
+  const int32_t objects = class_first_[c + 1] - class_first_[c];
+  if (static_cast<int32_t>(h.size()) > 2 * objects + 32) {
+    std::erase_if(h, [&](const HeapEntry& e) {
+      return e.stamp != stamp_[e.item] || obj_of_[e.item] == kNoObject;
+    });
+    std::make_heap(h.begin(), h.end());
+  }
   h.push_back({victim_key(x), x, stamp_[x]});
   std::push_heap(h.begin(), h.end());
 }
@@ -262,9 +275,25 @@ void SwapPlanner::Pass::evict(ItemId v) {
   const StepKind kind = needs_copy(v) ? StepKind::kSwapOut : StepKind::kDrop;
   const StepId step = add_step(kind, v, obj, last_pos_[v], {last_step_[v]});
   if (kind == StepKind::kSwapOut) dirty_[v] = 0;
+  // A later swap-in of v comes after this step: a swap-out writes the host
+  // copy it reads; a drop takes v off the device it returns to.
+  host_write_[v] = step;
+  host_key_[v] = last_pos_[v];
   release(obj, last_step_[v], step, last_pos_[v]);
   obj_of_[v] = kNoObject;
   ++stamp_[v];
+}
+
+// Copies x from its host copy into obj, once the object's previous tenant is
+// released, the host copy is written (x's last swap-out) and `after` (a
+// compute step, or -1) has run; key_pos is the earliest position to order it.
+StepId SwapPlanner::Pass::swap_in(ItemId x, ObjectId obj, int32_t key_pos, StepId after) {
+  const int32_t key = std::max({rel_pos_[obj], host_key_[x], key_pos});
+  const StepId step = add_step(StepKind::kSwapIn, x, obj, key,
+                               {rel_compute_[obj], rel_copy_[obj], host_write_[x], after});
+  obj_of_[x] = obj;
+  tenant_[obj] = x;
+  return step;
 }
 
 // An object of x's class for x, needed before position i.
@@ -312,10 +341,7 @@ void SwapPlanner::Pass::fetch(ItemId x, int i) {
   if (kind_[x] == ItemKind::kTransient && cursor_[x] == 0) return;  // not created yet
   const ObjectId obj = acquire(x, i, true);
   SA_CHECK(obj != kNoObject, "no object to fetch tensor {} before position {}", x, i);
-  arrival_[x] = add_step(StepKind::kSwapIn, x, obj, std::max(rel_pos_[obj], i - 1),
-                         {rel_compute_[obj], rel_copy_[obj], last_compute_});
-  obj_of_[x] = obj;
-  tenant_[obj] = x;
+  arrival_[x] = swap_in(x, obj, i - 1, last_compute_);
 }
 
 void SwapPlanner::Pass::place_op(int i) {
@@ -333,10 +359,7 @@ void SwapPlanner::Pass::place_op(int i) {
     } else if (obj_of_[x] == kNoObject) {
       const ObjectId obj = acquire(x, i, true);
       SA_CHECK(obj != kNoObject, "no object to bring tensor {} back for op {}", x, o);
-      arrival_[x] =
-          add_step(StepKind::kSwapIn, x, obj, rel_pos_[obj], {rel_compute_[obj], rel_copy_[obj]});
-      obj_of_[x] = obj;
-      tenant_[obj] = x;
+      arrival_[x] = swap_in(x, obj, -1, -1);
     }
     if (arrival_[x] >= 0) {
       scratch_.push_back(arrival_[x]);
@@ -373,7 +396,7 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
   if (op.workspace_bytes > 0) after(n_ + o, Access::kCreate);
 }
 
-bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident) {
+bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident, bool fix_up) {
   const int items = num_items_;
   obj_of_.assign(items, kNoObject);
   dirty_.assign(items, 0);
@@ -382,6 +405,8 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident) {
   pinned_.assign(items, -1);
   last_step_.assign(items, -1);
   arrival_.assign(items, -1);
+  host_write_.assign(items, -1);
+  host_key_.assign(items, -1);
   stamp_.assign(items, 0);
   tenant_.assign(num_objects_, -1);
   rel_compute_.assign(num_objects_, -1);
@@ -438,17 +463,30 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident) {
       }
   }
 
-  // The end of the iteration: tensors of `resident` that are still in their
-  // objects stay; every other persistent tensor on the device is written
-  // back if modified, else dropped.
-  std::vector<uint8_t> keep(num_objects_, 0);
+  // The end of the iteration. The tensors of `resident` must be in their
+  // objects, at their latest value, for the next iteration. Those that are
+  // not (evicted on the way) are put back when fix_up: their objects are
+  // freed and they are copied in again; otherwise the pass is inconsistent.
+  // Every other persistent tensor on the device is written back if
+  // modified, else dropped.
   bool consistent = true;
-  for (const ResidentTensor& r : resident) {
-    if (obj_of_[r.tensor] == r.object)
-      keep[r.object] = 1;
-    else
-      consistent = false;
+  for (const ResidentTensor& r : resident)
+    consistent = consistent && obj_of_[r.tensor] == r.object;
+  if (!consistent && fix_up) {
+    std::vector<ResidentTensor> misplaced;
+    for (const ResidentTensor& r : resident)
+      if (obj_of_[r.tensor] != r.object) misplaced.push_back(r);
+    for (const ResidentTensor& r : misplaced)
+      if (tenant_[r.object] >= 0) evict(tenant_[r.object]);
+    for (const ResidentTensor& r : misplaced)
+      if (obj_of_[r.tensor] != kNoObject) evict(r.tensor);
+    for (const ResidentTensor& r : misplaced)
+      swap_in(r.tensor, r.object, -1, -1);
+    consistent = true;
   }
+  std::vector<uint8_t> keep(num_objects_, 0);
+  for (const ResidentTensor& r : resident)
+    if (obj_of_[r.tensor] == r.object) keep[r.object] = 1;
   for (TensorId x = 0; x < n_; ++x) {
     const ObjectId obj = obj_of_[x];
     if (obj == kNoObject) continue;
@@ -469,20 +507,18 @@ std::vector<ResidentTensor> SwapPlanner::Pass::run_passes(std::span<const int32_
   peak_in_use.assign(nc_, 0);
 
   std::vector<ResidentTensor> resident;
-  run(resident);
+  run(resident, false);
   if (!opt_.steady_state || resident_at_end_.empty()) return resident;
   resident = resident_at_end_;
-  for (int pass = 0; pass < opt_.max_passes && !resident.empty(); ++pass) {
-    if (run(resident)) return resident;
+  for (int pass = 0;; ++pass) {
+    const bool last = pass >= opt_.max_passes;
+    if (run(resident, last)) return resident;
     // Keep the tensors of R that stayed in their objects.
     std::vector<ResidentTensor> kept;
     for (const ResidentTensor& r : resident)
       if (obj_of_[r.tensor] == r.object) kept.push_back(r);
     resident = std::move(kept);
   }
-  resident.clear();
-  run(resident);
-  return resident;
 }
 
 void SwapPlanner::Pass::emit(std::span<const int32_t> cnt, int64_t budget,

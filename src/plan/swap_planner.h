@@ -28,10 +28,11 @@
 // device and writes every modified persistent tensor back at the end. The
 // persistent tensors still resident at its end become the initial resident
 // set R of the next pass, which starts with them in the same objects. A pass
-// is consistent when every tensor of R is still in its object at the end;
-// the tensors of R that were evicted leave R and the pass is repeated (R only
-// shrinks, so this ends). If no pass is consistent within the limit, the plan
-// of pass 0 is used.
+// is consistent when every tensor of R is still in its object at the end.
+// The tensors of R evicted on the way either leave R and the pass is repeated
+// (up to max_passes times; R only shrinks), or, in the last pass, are copied
+// back into their objects at the end of the iteration (their objects' last
+// tenants written back or dropped first), as early as those objects allow.
 // Tensors of R that are updated during the iteration start dirty (their host
 // copy was not written back in the previous iteration).
 
@@ -52,7 +53,9 @@ enum class EvictionPolicy : uint8_t { kBelady, kLru };
 struct PlannerOptions {
   EvictionPolicy eviction = EvictionPolicy::kBelady;
   bool steady_state = true;  // keep persistent tensors resident across iterations
-  int max_passes = 4;        // passes after pass 0 to find a consistent resident set
+  // Passes after pass 0 that drop the tensors of R evicted on the way and
+  // try again, before the last one, which puts them back at the end.
+  int max_passes = 0;
   // A victim is preferred when the time since its last use (in op time along
   // the order) is at least threshold x the copy time its eviction enables.
   double eviction_threshold = 1.0;

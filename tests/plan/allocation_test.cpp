@@ -71,3 +71,32 @@ TEST(Allocation, MinBudgetNamesTheHungriestOp) {
 
 }  // namespace
 }  // namespace sa
+
+namespace sa {
+namespace {
+
+// Sizes 100, 150. op0 touches two 100-byte items, op1 one 150-byte item.
+// One class per size needs 2 x 100 + 1 x 150 = 350 bytes; one class of 150
+// needs max(2, 1) x 150 = 300, the smaller pool.
+TEST(Allocation, MinPoolClassesMergeWhenOpsNeedSizesAtDifferentTimes) {
+  testing::GraphBuilder b;
+  auto x = b.tensor(100, TensorKind::kActivation);
+  auto y = b.tensor(100, TensorKind::kActivation);
+  auto z = b.tensor(150, TensorKind::kActivation);
+  b.op({}, {x, y});
+  b.op({}, {z});
+  const SizeTable t = make_size_table(b.g);
+  EXPECT_EQ(min_pool_classes(b.g, t), (std::vector<ClassId>{0, 0}));
+  Allocation a;
+  std::string why;
+  ASSERT_TRUE(default_allocation(b.g, t, program_order(2), 300, &a, &why)) << why;
+  EXPECT_EQ(a.cls, (std::vector<ClassId>{0, 0}));
+  EXPECT_EQ(pool_bytes(t, a), 300);
+  EXPECT_FALSE(default_allocation(b.g, t, program_order(2), 299, &a, &why));
+  // With room for one class per size, that is the default.
+  ASSERT_TRUE(default_allocation(b.g, t, program_order(2), 350, &a, &why));
+  EXPECT_EQ(a.cls, (std::vector<ClassId>{0, 1}));
+}
+
+}  // namespace
+}  // namespace sa
