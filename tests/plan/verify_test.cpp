@@ -723,86 +723,20 @@ struct PlannedCase {
   Plan plan;
 };
 
-// Note [Known planner bug]
-// ------------------------
-// The swap planner places a swap-in by the release of its object's previous
-// tenant only, ignoring the step that evicted the same tensor from its
-// previous object. Two symptoms (reproducers: PlannerBug.*):
-//   (a) the swap-in does not wait for the swap-out that writes the host copy
-//       it reads (a race, hidden in the simulator by timing);
-//   (b) the swap-in is issued before the drop or swap-out that evicts the
-//       tensor from its previous object (or before that object's last use):
-//       the tensor is in two objects at once.
-// The property tests below count plans with these symptoms rather than fail
-// on them: (a) is patched (the missing wait added) and the plan verified
-// again; a plan with (b) is not checked further. Any other violation fails.
-// Once the planner is fixed, both counts are 0 and kToleratePlannerBug can go.
-constexpr bool kToleratePlannerBug = true;
-
-bool is_host_wait_bug(const std::string& v) {
-  return v.find("swap_in of") != std::string::npos &&
-         v.find("which writes the host copy it reads") != std::string::npos;
-}
-bool is_double_residency_bug(const std::string& v) {
-  return v.find("swap_in of") != std::string::npos &&
-         v.find(", but it is already on the device in object") != std::string::npos;
-}
-
-// Adds to every swap-in a wait for the last earlier swap-out of its tensor.
-void patch_host_waits(Plan& p) {
-  StepList l = unpack(p);
-  std::vector<StepId> last_out;
-  for (StepId s = 0; s < static_cast<StepId>(l.steps.size()); ++s) {
-    const Step& st = l.steps[s];
-    if (st.kind == StepKind::kCompute) continue;
-    if (static_cast<size_t>(st.subject) >= last_out.size()) last_out.resize(st.subject + 1, -1);
-    if (st.kind == StepKind::kSwapOut) last_out[st.subject] = s;
-    const StepId k = last_out[st.subject];
-    if (st.kind == StepKind::kSwapIn && k >= 0 &&
-        std::find(l.waits[s].begin(), l.waits[s].end(), k) == l.waits[s].end())
-      l.waits[s].push_back(k);
-  }
-  pack(l, p);
-}
-
 struct Tally {
   int planned = 0;
-  int verified = 0;    // as planned
-  int host_wait = 0;   // symptom (a) only: verified once patched
-  int double_res = 0;  // symptom (b)
-  int failures = 0;    // anything else
+  int failures = 0;
   void print(const char* what, uint64_t seed) const {
     std::cout << "[ verify_test ] " << what << " (seed " << seed << "): " << planned << " plans, "
-              << verified << " verified as made";
-    if (host_wait + double_res > 0)
-      std::cout << "; KNOWN PLANNER BUG (Note [Known planner bug]): " << host_wait
-                << " with a swap-in not waiting for its host copy (verified once patched), "
-                << double_res << " with a tensor in two objects";
-    std::cout << "; " << failures << " other violations\n";
+              << planned - failures << " verified\n";
   }
 };
 
-// Verifies p, tolerating the known planner bug as described above. Returns
-// true when p (patched if need be) verifies.
-bool verify_tolerant(const Graph& g, Plan& p, const std::string& what, Tally* tally) {
+// Verifies p; a violation is a test failure that names the case.
+bool verify_case(const Graph& g, const Plan& p, const std::string& what, Tally* tally) {
   ++tally->planned;
-  VerifyResult r = verify_plan(g, p);
-  if (r.ok) {
-    ++tally->verified;
-    return true;
-  }
-  if (kToleratePlannerBug && is_host_wait_bug(r.violation)) {
-    patch_host_waits(p);
-    r = verify_plan(g, p);
-    if (r.ok) {
-      ++tally->host_wait;
-      return true;
-    }
-  }
-  if (kToleratePlannerBug && is_double_residency_bug(r.violation)) {
-    ++tally->double_res;
-    return false;
-  }
+  const VerifyResult r = verify_plan(g, p);
+  if (r.ok) return true;
   ++tally->failures;
   ADD_FAILURE() << what << ": " << r.violation;
   return false;
@@ -840,7 +774,7 @@ void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& 
                           label, which == 0 ? "program" : "random", budget, lo, hi,
                           ev == EvictionPolicy::kBelady ? "belady" : "lru", steady, dev.name);
           ASSERT_TRUE(planner.plan(order, a, budget, opt, &p, &why)) << what << ": " << why;
-          if (!verify_tolerant(g, p, what, tally)) continue;
+          if (!verify_case(g, p, what, tally)) continue;
           const SimResult s = sim.run(g, p, op_us, dev);
           EXPECT_TRUE(s.ok) << what << ": verified, but the simulator says: " << s.error;
           if (out && rng() % 4 == 0) out->push_back({what, std::move(p)});
@@ -856,11 +790,22 @@ int graph_count() {
 
 TEST(VerifyProperty, RandomGraphsValidate) {
   std::mt19937_64 rng(test_seed());
+  int shared_classes = 0, workspaces = 0, updates = 0;
   for (int i = 0; i < 50; ++i) {
     const Graph g = testing::random_graph(1 + static_cast<int>(rng() % 20), rng());
     EXPECT_NO_THROW(validate_graph(g, g.name));
-    EXPECT_GT(distinct_sizes(g), 1);
+    // Several tensors per size (so classes hold several), some workspaces,
+    // in-place updates of transients (relu_, gradient accumulation).
+    shared_classes += distinct_sizes(g) < g.num_tensors() / 2;
+    for (const Op& op : g.ops) {
+      workspaces += op.workspace_bytes > 0;
+      for (TensorId t : op.updates)
+        updates += is_transient(g.tensors[t].kind);
+    }
   }
+  EXPECT_GE(shared_classes, 40);
+  EXPECT_GT(workspaces, 50);
+  EXPECT_GT(updates, 50);
   // The same options give the same graph.
   const Graph a = testing::random_graph(9, 77), b = testing::random_graph(9, 77);
   ASSERT_EQ(a.num_ops(), b.num_ops());
@@ -908,10 +853,10 @@ TEST(VerifyProperty, EveryBaselinePlanVerifies) {
     for (const std::string& name : baseline_names()) {
       MethodResult r = run_baseline(name, pb);
       if (!r.feasible) continue;
-      verify_tolerant(g, r.plan,
-                      fmt::format("{} on random_graph({}, {}), budget {}, {}", name, layers, gseed,
-                                  budget, dev.name),
-                      &tally);
+      verify_case(g, r.plan,
+                  fmt::format("{} on random_graph({}, {}), budget {}, {}", name, layers, gseed,
+                              budget, dev.name),
+                  &tally);
     }
   }
   tally.print("baselines on random graphs", seed);
@@ -944,11 +889,7 @@ TEST(VerifyProperty, LargePlanVerifiesFast) {
   std::cout << "[ verify_test ] verified a plan of " << g.num_ops() << " ops, " << p.num_steps()
             << " steps, " << p.access_objects.size() << " accesses in " << ms
             << " ms: " << (r.ok ? "ok" : r.violation) << "\n";
-  if (!r.ok) {
-    Tally tally;
-    verify_tolerant(g, p, "the large plan", &tally);
-    tally.print("large plan", o.seed);
-  }
+  EXPECT_TRUE(r.ok) << "random_graph(layers 8000, seed " << o.seed << "): " << r.violation;
   RecordProperty("large_plan_verify_ms", std::to_string(ms));
   EXPECT_GE(g.num_ops(), 30000);
 #if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
@@ -957,8 +898,13 @@ TEST(VerifyProperty, LargePlanVerifiesFast) {
 }
 
 // ---------------------------------------------------------------------------
-// Reproducers of Note [Known planner bug]. Each skips while the planner has
-// the bug and passes once it is fixed.
+// Regression tests of a planner bug the verifier found (fixed in a774581):
+// the planner placed a swap-in by the release of its object's previous tenant
+// only, ignoring the step that evicted the same tensor from its previous
+// object. Symptoms: (a) a swap-in that does not wait for the swap-out that
+// writes the host copy it reads (a race the simulator hid by timing); (b) a
+// swap-in issued before the drop that evicts the same tensor from another
+// object (the tensor in two objects at once).
 
 // random_graph(2, 820): two layers; mask1 (1 KiB) is created by fwd1 and read
 // by bwd1.
@@ -990,13 +936,10 @@ Graph host_wait_graph() {
   return b.g;
 }
 
-// The swap-in of a tensor brought back into another object than the one it
-// was swapped out of waits only for that object's previous tenant, not for
-// the swap-out that writes the host copy it reads. Program order, budget 5140
-// B, LRU, no steady state, v100-16gb: mask1 is swapped out of one object
-// after fwd1 and swapped into another (freed by a drop of layer2.bias after
-// fwd2) with no wait on the swap-out.
-TEST(PlannerBug, SwapInDoesNotWaitForTheSwapOutThatWritesItsHostCopy) {
+// (a) Program order, budget 5140 B, LRU, no steady state, v100-16gb: mask1
+// is swapped out of one object after fwd1 and swapped into another (freed by
+// a drop of layer2.bias after fwd2); the swap-in must wait for the swap-out.
+TEST(PlannerRegression, SwapInWaitsForTheSwapOutThatWritesItsHostCopy) {
   const Graph g = host_wait_graph();
   const DeviceProfile dev = load_device("v100-16gb");
   const SizeTable t = make_size_table(g);
@@ -1012,32 +955,6 @@ TEST(PlannerBug, SwapInDoesNotWaitForTheSwapOutThatWritesItsHostCopy) {
   Plan p;
   ASSERT_TRUE(planner.plan(order, a, 5140, opt, &p, &why)) << why;
   const VerifyResult r = verify_plan(g, p);
-  if (!r.ok && is_host_wait_bug(r.violation)) {
-    // Make the race visible: with a device-to-host link 10^4 times slower,
-    // the simulator starts the swap-in before the swap-out has finished.
-    DeviceProfile slow_d2h = dev;
-    slow_d2h.d2h_gbps /= 1e4;
-    Simulator sim;
-    const SimResult sr = sim.run(g, p, op_us, slow_d2h, {true});
-    std::string race;
-    for (StepId in = 0; in < p.num_steps() && sr.ok; ++in) {
-      if (p.steps[in].kind != StepKind::kSwapIn) continue;
-      for (StepId out = in - 1; out >= 0; --out) {
-        if (p.steps[out].kind != StepKind::kSwapOut || p.steps[out].subject != p.steps[in].subject)
-          continue;
-        if (sr.timeline[in].start_us < sr.timeline[out].end_us && race.empty())
-          race = fmt::format(
-              "; with a 10^4 times slower D2H link the simulator starts the swap-in "
-              "(step {}) at {:.1f} us, before the swap-out (step {}) ends at {:.1f} "
-              "us",
-              in, sr.timeline[in].start_us, out, sr.timeline[out].end_us);
-        break;
-      }
-    }
-    GTEST_SKIP() << "planner bug: a swap-in does not wait for the swap-out that writes the host "
-                    "copy it reads: "
-                 << r.violation << race;
-  }
   EXPECT_TRUE(r.ok) << r.violation;
 }
 
@@ -1066,13 +983,11 @@ Graph double_residency_graph() {
   return b.g;
 }
 
-// A tensor evicted (dropped) from one object and fetched back into another is
-// fetched before the drop, even before its last use in the first object:
-// it is in two objects at once. Program order, budget 2208 B, Belady, steady
-// state, a 1 B/us link: data is fetched into one object for fwd1 and, in the
-// steps list, fetched again into the object that the momentum leaves at the
-// start, before fwd1 runs and before data's drop after fwd1.
-TEST(PlannerBug, SwapInOfAResidentTensorBeforeItsEviction) {
+// (b) Program order, budget 2208 B, Belady, steady state, a 1 B/us link:
+// data is fetched into one object for fwd1, dropped after it and fetched into
+// another object (the one the momentum leaves at the start) for bwd1; that
+// fetch must come after the drop.
+TEST(PlannerRegression, NoSwapInOfATensorBeforeItsEviction) {
   const Graph g = double_residency_graph();
   const DeviceProfile dev = slow_link();
   const SizeTable t = make_size_table(g);
@@ -1085,10 +1000,6 @@ TEST(PlannerBug, SwapInOfAResidentTensorBeforeItsEviction) {
   Plan p;
   ASSERT_TRUE(planner.plan(order, a, 2208, {}, &p, &why)) << why;
   const VerifyResult r = verify_plan(g, p);
-  if (!r.ok && is_double_residency_bug(r.violation))
-    GTEST_SKIP() << "planner bug: a swap-in of a tensor comes before the eviction of the same "
-                    "tensor from another object: "
-                 << r.violation;
   EXPECT_TRUE(r.ok) << r.violation;
 }
 
