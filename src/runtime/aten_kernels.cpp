@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -23,6 +24,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/Storage.h>
 #include <c10/core/TensorImpl.h>
+#include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -104,8 +106,10 @@ c10::Scalar number(const json& v) {
   throw Error(fmt::format("expected a number, got {}", v.dump()));
 }
 
-// Kernel allocations: the planned object for an expected output, the regular
-// allocator (counted as scratch) for everything else.
+// Kernel allocations: the planned object for an expected output, aligned
+// host memory (counted as scratch) for everything else. Every DataPtr has
+// its data as its context and one deleter (raw_allocate, which oneDNN uses,
+// requires both).
 class PlacingAllocator final : public c10::Allocator {
  public:
   struct Slot {
@@ -114,7 +118,8 @@ class PlacingAllocator final : public c10::Allocator {
     bool taken;
   };
 
-  explicit PlacingAllocator(c10::Allocator* fallback) : fallback_(fallback) {}
+  PlacingAllocator() { instance_ = this; }
+  ~PlacingAllocator() override { instance_ = nullptr; }
 
   void arm(std::vector<Slot> slots) {
     std::lock_guard lock(mutex_);
@@ -124,29 +129,26 @@ class PlacingAllocator final : public c10::Allocator {
     std::lock_guard lock(mutex_);
     slots_.clear();
   }
-  int64_t peak() const { return peak_.load(); }
-  void reset_peak() { peak_.store(live_.load()); }
-  c10::Allocator* fallback() const { return fallback_; }
+  int64_t peak() const {
+    std::lock_guard lock(mutex_);
+    return peak_;
+  }
 
   c10::DataPtr allocate(size_t n) SA_ALLOCATE_CONST override {
-    {
-      std::lock_guard lock(mutex_);
-      for (Slot& s : slots_) {
-        if (!s.taken && s.bytes == static_cast<int64_t>(n)) {
-          s.taken = true;
-          return c10::DataPtr(s.ptr, s.ptr, &no_delete, c10::Device(c10::kCPU));
-        }
+    std::lock_guard lock(mutex_);
+    for (Slot& s : slots_) {
+      if (!s.taken && s.bytes == static_cast<int64_t>(n)) {
+        s.taken = true;
+        return c10::DataPtr(s.ptr, s.ptr, &release, c10::Device(c10::kCPU));
       }
     }
-    auto* scratch = new Scratch{fallback_->allocate(n), static_cast<int64_t>(n), this};
-    const int64_t live = live_.fetch_add(scratch->bytes) + scratch->bytes;
-    int64_t peak = peak_.load();
-    while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
-    }
-    void* data = scratch->inner.get();
-    return c10::DataPtr(data, scratch, &Scratch::release, c10::Device(c10::kCPU));
+    void* p = c10::alloc_cpu(std::max<size_t>(n, 1));
+    scratch_[p] = static_cast<int64_t>(n);
+    live_ += static_cast<int64_t>(n);
+    peak_ = std::max(peak_, live_);
+    return c10::DataPtr(p, p, &release, c10::Device(c10::kCPU));
   }
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
 #if SA_TORCH_2_3
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     std::memcpy(dest, src, count);
@@ -154,23 +156,30 @@ class PlacingAllocator final : public c10::Allocator {
 #endif
 
  private:
-  struct Scratch {
-    c10::DataPtr inner;
-    int64_t bytes;
-    const PlacingAllocator* owner;
-    static void release(void* p) {
-      auto* s = static_cast<Scratch*>(p);
-      s->owner->live_.fetch_sub(s->bytes);
-      delete s;
+  // Frees scratch; a planned object's pointer is not in scratch_ and stays.
+  static void release(void* p) {
+    PlacingAllocator* a = instance_;
+    if (!a) return;
+    std::lock_guard lock(a->mutex_);
+    auto it = a->scratch_.find(p);
+    if (it == a->scratch_.end()) {
+      // A planned object given to a temporary that died while the op runs:
+      // a later allocation of that size may have it again.
+      for (Slot& s : a->slots_)
+        if (s.ptr == p) s.taken = false;
+      return;
     }
-  };
-  static void no_delete(void*) {}
+    a->live_ -= it->second;
+    a->scratch_.erase(it);
+    c10::free_cpu(p);
+  }
 
-  c10::Allocator* fallback_;
+  static inline PlacingAllocator* instance_ = nullptr;
   mutable std::mutex mutex_;
   mutable std::vector<Slot> slots_;
-  mutable std::atomic<int64_t> live_{0};
-  mutable std::atomic<int64_t> peak_{0};
+  mutable std::unordered_map<void*, int64_t> scratch_;
+  mutable int64_t live_ = 0;
+  mutable int64_t peak_ = 0;
 };
 
 struct PreparedOp {
@@ -196,19 +205,26 @@ class TorchKernels final : public AtenKernels {
     for (const AtenOp& op : p.ops) {
       auto h = d.findSchema({op.name, op.overload});
       if (!h)
-        throw Error(fmt::format("{}: libtorch {} has no operator {} (captured with torch {})",
-                                p.origin, TORCH_VERSION, op.qualname, p.torch_version));
+        throw Error(fmt::format("{}: libtorch {} has no operator {}{}{} (captured with torch {})",
+                                p.origin, TORCH_VERSION, op.name, op.overload.empty() ? "" : ".",
+                                op.overload, p.torch_version));
       ops_.push_back(PreparedOp{*h, &h->schema()});
     }
     if (o.place_outputs && device_.is_cpu()) {
       previous_ = c10::GetAllocator(c10::kCPU);
-      allocator_ = std::make_unique<PlacingAllocator>(previous_);
+      allocator_ = std::make_unique<PlacingAllocator>();
       c10::SetAllocator(c10::kCPU, allocator_.get(), kPriority);
     }
   }
 
   ~TorchKernels() override {
-    if (allocator_) c10::SetAllocator(c10::kCPU, previous_, kPriority);
+    // Tensors made while it was installed may outlive it (the caller's
+    // results): their scratch memory is then never freed, a leak of at most
+    // the last op's results; planned objects were never the allocator's.
+    if (allocator_) {
+      c10::SetAllocator(c10::kCPU, previous_, kPriority);
+      allocator_.release();
+    }
   }
 
   std::vector<double> losses() const override { return losses_; }
@@ -398,6 +414,14 @@ class TorchKernels final : public AtenKernels {
       ++stats_.outputs_placed;
       return;
     }
+    if (debug_)
+      fmt::print(stderr,
+                 "swapadvisor: aten: op {}: copying result tensor {} ({} bytes, {}): storage {} "
+                 "object {}, "
+                 "strides {} captured {}\n",
+                 current_, t, r.storage().nbytes(), c10::toString(r.scalar_type()),
+                 r.storage().data(), static_cast<void*>(obj), fmt::join(r.strides(), ","),
+                 fmt::join(strides, ","));
     const auto t0 = Clock::now();
     at::Tensor dst = view(call, enc);
     const auto* rb = static_cast<const std::byte*>(r.storage().data());
@@ -416,6 +440,7 @@ class TorchKernels final : public AtenKernels {
     const AtenOp& op = p_.ops[o];
     const PreparedOp& prep = ops_[o];
     at::AutoDispatchBelowADInplaceOrView below_autograd;
+    if (debug_) current_ = fmt::format("{} ({})", o, op.qualname);
 
     Call call;
     size_t k = 0;
@@ -495,6 +520,8 @@ class TorchKernels final : public AtenKernels {
   std::unique_ptr<PlacingAllocator> allocator_;
   std::vector<double> losses_;
   AtenStats stats_;
+  bool debug_ = std::getenv("SA_ATEN_DEBUG") != nullptr;  // report every copied result
+  std::string current_;                                   // the op being run (for debug_)
 };
 
 }  // namespace
