@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/planning.h"
+#include "plan/bounds.h"
 #include "util/units.h"
 
 namespace sa::cli {
@@ -11,7 +12,7 @@ namespace {
 
 void run_compare(const PlanningArgs& args) {
   const PlanningInputs in = load_planning_inputs(args);
-  const Problem problem(in.graph, in.device, in.budget);
+  const Problem problem(in.graph, in.device, in.budget, args.compute_scale);
   print_warnings(problem.warnings);
   std::vector<std::string> names = {"swapadvisor"};
   for (const auto& b : baseline_names())
@@ -20,6 +21,14 @@ void run_compare(const PlanningArgs& args) {
   for (const auto& name : names)
     results.push_back(run_method(name, problem, search_options(args)));
 
+  // Lower bounds (plan/bounds.h): for the program order, and for the order
+  // the search chose.
+  const TimeBound program_bound =
+      time_bound(in.graph, program_order(in.graph.num_ops()), problem.op_us, in.device, in.budget);
+  const MethodResult& searched = results.front();
+  const TimeBound search_bound = searched.feasible ? time_bound(in.graph, searched.plan.order,
+                                                                problem.op_us, in.device, in.budget)
+                                                   : program_bound;
   auto samples = [&](const MethodResult& r) {
     return in.batch ? *in.batch / (r.sim.iteration_us * 1e-6) : 0.0;
   };
@@ -47,12 +56,19 @@ void run_compare(const PlanningArgs& args) {
                           {"device", in.device.name},
                           {"memory_budget_bytes", in.budget},
                           {"ideal_us", problem.ideal_us},
+                          {"bound_program_order_us", program_bound.bound_us()},
+                          {"bound_search_order_us", search_bound.bound_us()},
                           {"methods", methods}};
     fmt::print("{}\n", out.dump(2));
     return;
   }
-  fmt::print("{} on {}, budget {}; ideal {}\n\n", in.graph.name, in.device.name,
-             describe_budget(in), format_us(problem.ideal_us));
+  fmt::print("{} on {}, budget {}; ideal {}\n", in.graph.name, in.device.name, describe_budget(in),
+             format_us(problem.ideal_us));
+  fmt::print(
+      "no plan beats {} ({:.1f}% of ideal) in program order, {} ({:.1f}%) in the searched "
+      "order (transfer bound, docs/bounds)\n\n",
+      format_us(program_bound.bound_us()), 100 * problem.ideal_us / program_bound.bound_us(),
+      format_us(search_bound.bound_us()), 100 * problem.ideal_us / search_bound.bound_us());
   fmt::print("{:<12} {:>12} {:>10} {:>9} {:>9} {:>9} {:>11}\n", "method", "iteration ms",
              "samples/s", "% ideal", "GB in", "GB out", "stall ms");
   for (const auto& r : results) {

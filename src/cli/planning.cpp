@@ -28,6 +28,10 @@ void PlanningArgs::add_options(CLI::App* app) {
   app->add_option("--threads", threads, "search threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--seed", seed, "search seed")->capture_default_str();
+  app->add_option("--compute-scale", compute_scale,
+                  "multiply every op time by this factor (calibrate the cost model to a measured "
+                  "iteration time)")
+      ->check(CLI::PositiveNumber);
   app->add_flag("--quiet", quiet, "no progress line on stderr");
   app->add_flag("--json", json, "print one JSON object");
 }

@@ -23,6 +23,7 @@ struct PlanningArgs {
   int64_t evaluations = 0;
   int threads = 0;  // 0: all hardware threads
   uint64_t seed = 1;
+  double compute_scale = 1;  // multiplies every op time
   bool quiet = false;
   bool json = false;
 

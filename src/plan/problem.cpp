@@ -4,11 +4,21 @@
 
 namespace sa {
 
-Problem::Problem(const Graph& g, const DeviceProfile& d, int64_t b)
+namespace {
+
+std::vector<double> scaled(std::vector<double> times, double scale) {
+  for (double& t : times)
+    t *= scale;
+  return times;
+}
+
+}  // namespace
+
+Problem::Problem(const Graph& g, const DeviceProfile& d, int64_t b, double compute_scale)
     : graph(g),
       device(d),
       dataflow(g),
-      op_us(op_times_us(g, d, &warnings)),
+      op_us(scaled(op_times_us(g, d, &warnings), compute_scale)),
       sizes(make_size_table(g)),
       budget(b),
       ideal_us(sa::ideal_us(op_us)) {}

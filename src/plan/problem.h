@@ -16,7 +16,9 @@ namespace sa {
 
 struct Problem {
   // REQUIRES: g passed validate_graph; g and device outlive the Problem.
-  Problem(const Graph& g, const DeviceProfile& device, int64_t budget);
+  // compute_scale multiplies every op time (docs/devices.md: calibrating the
+  // cost model to measured throughput, as bench/paper-fig6 does).
+  Problem(const Graph& g, const DeviceProfile& device, int64_t budget, double compute_scale = 1.0);
 
   const Graph& graph;
   const DeviceProfile& device;
