@@ -135,6 +135,17 @@ bool AllocOps::move_budget(Allocation& a, Rng& rng) {
   return true;
 }
 
+bool AllocOps::favour_small(Allocation& a, int k) {
+  Allocation b = a;
+  const auto min = min_counts(g_, t_, b.cls);
+  caps(b.cls, min);
+  for (int c = 0; c < b.num_classes(); ++c)
+    b.cnt[c] = c < k ? cap_[c] : min[c];
+  if (!repair(b)) return false;
+  a = std::move(b);
+  return true;
+}
+
 void AllocOps::caps(std::span<const ClassId> cls, std::span<const int32_t> min) {
   const int nc = cls.empty() ? 0 : cls.back() + 1;
   cap_.assign(nc, 0);

@@ -72,6 +72,11 @@ class AllocOps {
   // if no move.
   bool move_budget(Allocation& a, Rng& rng);
 
+  // Gives the classes below k (the smallest objects) all the objects they
+  // could use and the others their minimum, then repairs: cheap classes
+  // never swap, the rest share what is left. False if it cannot be repaired.
+  bool favour_small(Allocation& a, int k);
+
   // See the header comment. False when the minimum counts exceed the budget.
   bool repair(Allocation& a);
 

@@ -248,12 +248,17 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
     const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
     w.sched.mutate(base.order, p, rng.chance(0.5), rng, &c.order);
   }
-  if (rng.chance(1.0 / 3)) {
+  const double r = rng.uniform();
+  if (r < 0.5) {
+    // Neighbouring sizes merged (sometimes), small classes favoured (sometimes).
     Allocation a;
-    a.cls = merge_by_ratio(ctx_.sizes, 1.0 + 3.0 * rng.uniform());
+    a.cls =
+        rng.chance(0.7) ? merge_by_ratio(ctx_.sizes, 1.0 + 3.0 * rng.uniform()) : base.alloc.cls;
     w.alloc_ops.expand(base.alloc, &w.per_size);
     w.alloc_ops.contract(w.per_size, a.cls, &a.cnt);
-    if (w.alloc_ops.repair(a)) c.alloc = std::move(a);
+    if (!w.alloc_ops.repair(a)) return;
+    if (rng.chance(0.5)) w.alloc_ops.favour_small(a, rng.between(1, a.num_classes()));
+    c.alloc = std::move(a);
   } else {
     mutate_alloc(w, rng, c.alloc);
   }
@@ -293,11 +298,18 @@ void Search::select_pairs(Rng& rng) {
   };
   const int sizes = ctx_.sizes.num_sizes();
   pairs_.resize(n / 4);
+  int b = 0;
+  for (int i = 1; i < n; ++i)
+    if (pop_[i].time_us < pop_[b].time_us) b = i;
   for (Pair& pr : pairs_) {
-    pr.p1 = draw();
-    pr.p2 = draw();
-    for (int tries = 0; tries < 4 && pr.p2 == pr.p1; ++tries)
+    if (rng.chance(opt_.elite_fraction)) {
+      pr.p1 = pr.p2 = b;
+    } else {
+      pr.p1 = draw();
       pr.p2 = draw();
+      for (int tries = 0; tries < 4 && pr.p2 == pr.p1; ++tries)
+        pr.p2 = draw();
+    }
     pr.cut = rng.between(0, m_);
     pr.cls_cut = sizes > 0 ? rng.between(1, sizes) : 0;
     pr.cnt_cut = rng.between(0, sizes);
