@@ -1,0 +1,251 @@
+#include "report/report_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "report/stalls.h"
+#include "report/traffic.h"
+#include "util/error.h"
+
+namespace sa {
+namespace {
+
+using nlohmann::json;
+
+int64_t ns(double us) {
+  return std::llround(us * 1e3);
+}
+
+// Appends values as deltas from the previous one appended.
+class DeltaColumn {
+ public:
+  void push(int64_t v) {
+    out_.push_back(v - prev_);
+    prev_ = v;
+  }
+  std::vector<int64_t>& values() { return out_; }
+
+ private:
+  std::vector<int64_t> out_;
+  int64_t prev_ = 0;
+};
+
+json method_json(const MethodResult& r, bool main) {
+  json j = {{"name", r.name}, {"feasible", r.feasible}, {"main", main}};
+  if (!r.feasible) {
+    j["why"] = r.why;
+    return j;
+  }
+  j["iteration_us"] = r.sim.iteration_us;
+  j["stall_us"] = r.sim.stall_us;
+  j["swap_in_bytes"] = r.sim.swap_in_bytes;
+  j["swap_out_bytes"] = r.sim.swap_out_bytes;
+  j["peak_device_bytes"] = r.sim.peak_device_bytes;
+  j["pool_bytes"] = r.plan.pool.total_bytes();
+  j["planning_seconds"] = r.planning_seconds;
+  j["evaluations"] = r.evaluations;
+  return j;
+}
+
+}  // namespace
+
+std::string report_data_json(const ReportInput& in) {
+  SA_CHECK(
+      in.main >= 0 && in.main < static_cast<int>(in.methods.size()) && in.methods[in.main].feasible,
+      "the report's main method {} is not a feasible one of {}", in.main, in.methods.size());
+  const Graph& g = in.graph;
+  const MethodResult& m = in.methods[in.main];
+  const Plan& p = m.plan;
+  const SimResult& sim = m.sim;
+  SA_CHECK(static_cast<int>(sim.timeline.size()) == p.num_steps(),
+           "the report needs a simulated timeline ({} entries for {} steps)", sim.timeline.size(),
+           p.num_steps());
+  const PlanTraffic traffic = plan_traffic(g, p);
+
+  json data;
+  data["version"] = 1;
+  data["summary"] = {{"graph", g.name},
+                     {"source", in.source},
+                     {"device", in.device.name},
+                     {"device_memory_bytes", in.device.memory_bytes},
+                     {"h2d_gbps", in.device.h2d_gbps},
+                     {"d2h_gbps", in.device.d2h_gbps},
+                     {"method", m.name},
+                     {"origin", in.origin},
+                     {"budget", in.budget},
+                     {"peak_live", in.peak_live},
+                     {"batch", in.batch ? json(*in.batch) : json(nullptr)},
+                     {"ideal_us", in.ideal_us},
+                     {"iteration_us", sim.iteration_us},
+                     {"compute_us", sim.compute_us},
+                     {"stall_us", sim.stall_us},
+                     {"swap_in_bytes", sim.swap_in_bytes},
+                     {"swap_out_bytes", sim.swap_out_bytes},
+                     {"peak_device_bytes", sim.peak_device_bytes},
+                     {"pool_bytes", p.pool.total_bytes()},
+                     {"classes", p.pool.num_classes()},
+                     {"objects", p.pool.num_objects()},
+                     {"ops", g.num_ops()},
+                     {"tensors", g.num_tensors()},
+                     {"steps", p.num_steps()},
+                     {"swap_ins", traffic.swap_ins},
+                     {"swap_outs", traffic.swap_outs},
+                     {"drops", traffic.drops},
+                     {"generator", "swapadvisor 0.1.0"}};
+  json methods = json::array();
+  for (size_t i = 0; i < in.methods.size(); ++i)
+    methods.push_back(method_json(in.methods[i], static_cast<int>(i) == in.main));
+  data["methods"] = std::move(methods);
+
+  json kinds = json::array();
+  for (int k = 0; k <= static_cast<int>(TensorKind::kTemp); ++k)
+    kinds.push_back(to_string(static_cast<TensorKind>(k)));
+  data["kinds"] = std::move(kinds);
+  json phases = json::array();
+  for (int k = 0; k <= static_cast<int>(Phase::kUpdate); ++k)
+    phases.push_back(to_string(static_cast<Phase>(k)));
+  data["phases"] = std::move(phases);
+
+  // Ops, with their types interned.
+  std::unordered_map<std::string, int> type_index;
+  std::vector<std::string> types;
+  std::vector<int> op_type, op_phase;
+  std::vector<std::string> op_name;
+  for (const Op& op : g.ops) {
+    auto [it, fresh] = type_index.try_emplace(op.type, static_cast<int>(types.size()));
+    if (fresh) types.push_back(op.type);
+    op_type.push_back(it->second);
+    op_phase.push_back(static_cast<int>(op.phase));
+    op_name.push_back(op.name);
+  }
+  data["types"] = types;
+  data["ops"] = {{"type", op_type}, {"phase", op_phase}, {"name", op_name}};
+
+  // The tensors that steps name, in order of first appearance.
+  std::vector<int32_t> row(g.num_tensors(), -1);
+  std::vector<int32_t> t_id, t_kind;
+  std::vector<int64_t> t_bytes;
+  std::vector<std::string> t_name;
+  auto tensor_row = [&](TensorId t) {
+    if (row[t] < 0) {
+      row[t] = static_cast<int32_t>(t_id.size());
+      t_id.push_back(t);
+      t_kind.push_back(static_cast<int>(g.tensors[t].kind));
+      t_bytes.push_back(g.tensors[t].bytes);
+      t_name.push_back(g.tensors[t].name);
+    }
+    return row[t];
+  };
+
+  struct Lane {
+    DeltaColumn start;
+    std::vector<int64_t> dur;
+    std::vector<int32_t> subject;
+  } lanes[kNumStreams];
+  DeltaColumn drop_time;
+  std::vector<int32_t> drop_subject;
+  for (StepId s = 0; s < p.num_steps(); ++s) {
+    const Step& st = p.steps[s];
+    const StepTiming& t = sim.timeline[s];
+    if (st.kind == StepKind::kDrop) {
+      drop_time.push(ns(t.end_us));
+      drop_subject.push_back(tensor_row(st.subject));
+      continue;
+    }
+    Lane& l = lanes[static_cast<int>(stream_of(st.kind))];
+    const int64_t a = ns(t.start_us);
+    l.start.push(a);
+    l.dur.push_back(std::max<int64_t>(0, ns(t.end_us) - a));
+    l.subject.push_back(st.kind == StepKind::kCompute ? st.subject : tensor_row(st.subject));
+  }
+  // Drops finish with their waits, not in step order: sort them by time.
+  {
+    std::vector<std::pair<int64_t, int32_t>> d;
+    int64_t acc = 0;
+    for (size_t i = 0; i < drop_subject.size(); ++i)
+      d.push_back({acc += drop_time.values()[i], drop_subject[i]});
+    std::stable_sort(d.begin(), d.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    DeltaColumn time;
+    std::vector<int32_t> subject;
+    for (const auto& [t, x] : d) {
+      time.push(t);
+      subject.push_back(x);
+    }
+    data["drops"] = {{"time", time.values()}, {"subject", subject}};
+  }
+  json lanes_json;
+  const char* lane_names[kNumStreams] = {"compute", "h2d", "d2h"};
+  for (int i = 0; i < kNumStreams; ++i)
+    lanes_json[lane_names[i]] = {
+        {"start", lanes[i].start.values()}, {"dur", lanes[i].dur}, {"subject", lanes[i].subject}};
+  data["lanes"] = std::move(lanes_json);
+
+  DeltaColumn mem_time, mem_bytes;
+  for (const MemoryPoint& pt : sim.memory) {
+    mem_time.push(ns(pt.time_us));
+    mem_bytes.push(pt.bytes);
+  }
+  data["memory"] = {{"time", mem_time.values()}, {"bytes", mem_bytes.values()}};
+
+  const std::vector<TensorTraffic> moved = tensor_traffic(g, p);
+  json tr = {{"tensor", json::array()}, {"in", json::array()},    {"out", json::array()},
+             {"drops", json::array()},  {"bytes", json::array()}, {"total", moved.size()}};
+  for (size_t i = 0; i < moved.size() && i < static_cast<size_t>(kReportTopRows); ++i) {
+    tr["tensor"].push_back(tensor_row(moved[i].tensor));
+    tr["in"].push_back(moved[i].swap_ins);
+    tr["out"].push_back(moved[i].swap_outs);
+    tr["drops"].push_back(moved[i].drops);
+    tr["bytes"].push_back(moved[i].bytes);
+  }
+  data["traffic"] = std::move(tr);
+
+  const StallReport stalls = attribute_stalls(p, sim.timeline);
+  std::vector<Stall> top = stalls.stalls;
+  std::stable_sort(top.begin(), top.end(),
+                   [](const Stall& a, const Stall& b) { return a.idle_us > b.idle_us; });
+  if (top.size() > static_cast<size_t>(kReportTopRows)) top.resize(kReportTopRows);
+  json tj = {{"op", json::array()},
+             {"start_ns", json::array()},
+             {"idle_ns", json::array()},
+             {"culprit_kind", json::array()},
+             {"culprit_tensor", json::array()},
+             {"culprit_start_ns", json::array()}};
+  for (const Stall& x : top) {
+    tj["op"].push_back(p.steps[x.step].subject);
+    tj["start_ns"].push_back(ns(sim.timeline[x.step].start_us));
+    tj["idle_ns"].push_back(ns(x.idle_us));
+    const bool copy = x.culprit >= 0 && p.steps[x.culprit].kind != StepKind::kCompute;
+    tj["culprit_kind"].push_back(x.culprit >= 0 ? static_cast<int>(p.steps[x.culprit].kind) : -1);
+    tj["culprit_tensor"].push_back(copy ? tensor_row(p.steps[x.culprit].subject) : -1);
+    tj["culprit_start_ns"].push_back(
+        ns(x.culprit >= 0 ? sim.timeline[x.culprit].start_us : sim.timeline[x.step].start_us));
+  }
+  json bt = {{"tensor", json::array()},
+             {"idle_ns", json::array()},
+             {"stalls", json::array()},
+             {"via_in", json::array()},
+             {"via_out", json::array()}};
+  for (size_t i = 0; i < stalls.by_tensor.size() && i < static_cast<size_t>(kReportTopRows); ++i) {
+    const TensorStall& x = stalls.by_tensor[i];
+    bt["tensor"].push_back(tensor_row(x.tensor));
+    bt["idle_ns"].push_back(ns(x.idle_us));
+    bt["stalls"].push_back(x.stalls);
+    bt["via_in"].push_back(x.via_swap_in);
+    bt["via_out"].push_back(x.via_swap_out);
+  }
+  data["stalls"] = {{"count", stalls.stalls.size()},
+                    {"total_us", stalls.total_us},
+                    {"unattributed_us", stalls.unattributed_us},
+                    {"top", std::move(tj)},
+                    {"by_tensor", std::move(bt)}};
+
+  // Last: every row that the tables above added is in.
+  data["tensors"] = {{"id", t_id}, {"name", t_name}, {"kind", t_kind}, {"bytes", t_bytes}};
+  return data.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace sa

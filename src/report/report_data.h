@@ -1,0 +1,42 @@
+#pragma once
+// The data a report page draws, as one JSON object embedded in the page.
+//
+// Note [Report data]
+// ------------------
+// A 30,000-op plan has about 100,000 steps and memory points, so the data is
+// columnar (one array per field, never an object per step) and times are
+// integer nanoseconds, delta-encoded where they only grow (Δ = value minus
+// the previous one; the page adds them back up):
+//
+//   summary   the numbers of the headline and the cards (graph, device, budget,
+//             iteration_us, ideal_us, bytes moved, peak, pool, counts, ...)
+//   methods   [{name, feasible, why | iteration_us, stall_us, swap_in_bytes,
+//             swap_out_bytes, peak_device_bytes, pool_bytes, planning_seconds,
+//             evaluations}, main]
+//   kinds, phases, types   names that the columns below index
+//   ops       {type, phase, name}: every op of the graph
+//   tensors   {id, name, kind, bytes}: the tensors that steps copy or drop;
+//             every "tensor" column below indexes this table
+//   lanes     {compute, h2d, d2h}: each {start (Δns), dur (ns), subject}, in
+//             stream order; subject is the op (compute) or the tensor row
+//   drops     {time (Δns), subject}
+//   memory    {time (Δns), bytes (Δ)}: SimResult::memory
+//   traffic   {tensor, in, out, drops, bytes, total}: the top rows of
+//             tensor_traffic() (report/traffic.h); total counts all of them
+//   stalls    {count, total_us, unattributed_us, top: {op, start_ns, idle_ns,
+//             culprit_kind (StepKind, -1: none), culprit_tensor (-1: none),
+//             culprit_start_ns}, by_tensor: {tensor, idle_ns, stalls, via_in,
+//             via_out}} from attribute_stalls() (report/stalls.h), longest first
+
+#include <string>
+
+#include "report/report_input.h"
+
+namespace sa {
+
+inline constexpr int kReportTopRows = 200;  // rows kept of each ranked table
+
+// The JSON text of the page's data. REQUIRES: in.methods[in.main] is feasible.
+std::string report_data_json(const ReportInput& in);
+
+}  // namespace sa

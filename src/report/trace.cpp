@@ -1,0 +1,168 @@
+#include "report/trace.h"
+
+#include <iterator>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "report/class_memory.h"
+#include "report/labels.h"
+#include "report/stalls.h"
+#include "util/error.h"
+#include "util/file_io.h"
+#include "util/units.h"
+
+namespace sa {
+namespace {
+
+constexpr int kPid = 1;
+// Track (thread) ids: the streams in their Stream order, then drops.
+constexpr int kDropTid = 4;
+constexpr int tid_of(Stream s) {
+  return static_cast<int>(s) + 1;
+}
+
+std::string json_str(std::string_view s) {
+  return nlohmann::json(s).dump();
+}
+
+class TraceWriter {
+ public:
+  // Every event but the first is preceded by a comma and a newline, so the
+  // file has one event per line.
+  template <typename... Args>
+  void event(fmt::format_string<Args...> f, Args&&... args) {
+    out_.append(first_ ? std::string_view("\n") : std::string_view(",\n"));
+    first_ = false;
+    fmt::format_to(std::back_inserter(out_), f, std::forward<Args>(args)...);
+  }
+  fmt::memory_buffer& buffer() { return out_; }
+
+ private:
+  fmt::memory_buffer out_;
+  bool first_ = true;
+};
+
+std::string_view phase_category(Phase ph) {
+  switch (ph) {
+    case Phase::kForward:
+      return "forward";
+    case Phase::kBackward:
+      return "backward";
+    case Phase::kUpdate:
+      return "update";
+    case Phase::kUnknown:
+      break;
+  }
+  return "compute";
+}
+
+}  // namespace
+
+std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
+                          const TraceInfo& info) {
+  SA_CHECK(sim.ok && static_cast<int>(sim.timeline.size()) == p.num_steps(),
+           "the trace needs a simulated timeline ({} entries for {} steps)", sim.timeline.size(),
+           p.num_steps());
+  const StallReport stalls = attribute_stalls(p, sim.timeline);
+  std::vector<int32_t> stall_of(p.num_steps(), -1);  // step -> index in stalls.stalls
+  for (size_t i = 0; i < stalls.stalls.size(); ++i)
+    stall_of[stalls.stalls[i].step] = static_cast<int32_t>(i);
+
+  TraceWriter w;
+  fmt::memory_buffer& out = w.buffer();
+  const nlohmann::json other = {{"graph", g.name},
+                                {"method", p.method},
+                                {"memory_budget_bytes", p.memory_budget},
+                                {"pool_bytes", p.pool.total_bytes()},
+                                {"iteration_us", sim.iteration_us},
+                                {"compute_us", sim.compute_us},
+                                {"stall_us", sim.stall_us},
+                                {"swap_in_bytes", sim.swap_in_bytes},
+                                {"swap_out_bytes", sim.swap_out_bytes},
+                                {"peak_device_bytes", sim.peak_device_bytes},
+                                {"generator", "swapadvisor plan --trace"}};
+  fmt::format_to(std::back_inserter(out), "{{\"displayTimeUnit\":\"ms\",\"otherData\":{},\n",
+                 other.dump());
+  out.append(std::string_view("\"traceEvents\":["));
+
+  w.event(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", kPid,
+          json_str(info.title));
+  const std::pair<int, std::string_view> tracks[] = {
+      {tid_of(Stream::kCompute), "compute"},
+      {tid_of(Stream::kH2D), "host→device (swap-in)"},
+      {tid_of(Stream::kD2H), "device→host (swap-out)"},
+      {kDropTid, "drops"}};
+  for (const auto& [tid, name] : tracks) {
+    w.event(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})", kPid,
+            tid, json_str(name));
+    w.event(
+        R"({{"ph":"M","pid":{},"tid":{},"name":"thread_sort_index","args":{{"sort_index":{}}}}})",
+        kPid, tid, tid);
+  }
+
+  for (StepId s = 0; s < p.num_steps(); ++s) {
+    const Step& st = p.steps[s];
+    const StepTiming& t = sim.timeline[s];
+    if (st.kind == StepKind::kCompute) {
+      const Op& op = g.ops[st.subject];
+      std::string extra;
+      if (stall_of[s] >= 0) {
+        const Stall& x = stalls.stalls[stall_of[s]];
+        extra = fmt::format(R"(,"stalled_us":{:.3f})", x.idle_us);
+        if (x.culprit >= 0) {
+          const Step& c = p.steps[x.culprit];
+          const std::string what =
+              c.kind == StepKind::kCompute
+                  ? fmt::format("step {}: compute {}", x.culprit, op_label(g, c.subject))
+                  : fmt::format("step {}: {} of {}", x.culprit, to_string(c.kind),
+                                tensor_label(g, c.subject));
+          extra += fmt::format(R"(,"waited_for":{})", json_str(what));
+        }
+      }
+      w.event(
+          R"({{"ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"name":{},"cat":"{}","args":{{"step":{},"op":{},"type":{}{}}}}})",
+          kPid, tid_of(Stream::kCompute), t.start_us, t.end_us - t.start_us,
+          json_str(op_label(g, st.subject)), phase_category(op.phase), s, st.subject,
+          json_str(op.type), extra);
+      continue;
+    }
+    const Tensor& x = g.tensors[st.subject];
+    const std::string name =
+        fmt::format("{} ({})", tensor_label(g, st.subject), format_bytes(x.bytes));
+    const std::string args =
+        fmt::format(R"("step":{},"tensor":{},"kind":"{}","bytes":{},"object":{},"class":{})", s,
+                    st.subject, to_string(x.kind), x.bytes, st.object, p.pool.class_of(st.object));
+    if (st.kind == StepKind::kDrop) {
+      w.event(
+          R"({{"ph":"i","s":"t","pid":{},"tid":{},"ts":{:.3f},"name":{},"cat":"drop","args":{{{}}}}})",
+          kPid, kDropTid, t.end_us, json_str(name), args);
+      continue;
+    }
+    w.event(
+        R"({{"ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"name":{},"cat":"{}","args":{{{}}}}})",
+        kPid, tid_of(stream_of(st.kind)), t.start_us, t.end_us - t.start_us, json_str(name),
+        to_string(st.kind), args);
+  }
+
+  for (const MemoryPoint& m : sim.memory)
+    w.event(R"({{"ph":"C","pid":{},"ts":{:.3f},"name":"device memory","args":{{"in use":{}}}}})",
+            kPid, m.time_us, m.bytes);
+  for (const ClassMemory& grp :
+       memory_by_class(g, p, sim.timeline, sim.iteration_us, info.class_tracks)) {
+    const std::string name = json_str(grp.label);
+    for (const MemoryPoint& m : grp.points)
+      w.event(R"({{"ph":"C","pid":{},"ts":{:.3f},"name":{},"args":{{"in use":{}}}}})", kPid,
+              m.time_us, name, m.bytes);
+  }
+  out.append(std::string_view("\n]}\n"));
+  return fmt::to_string(out);
+}
+
+void write_trace(const Graph& g, const Plan& p, const SimResult& sim, const TraceInfo& info,
+                 const std::string& path) {
+  write_file(path, trace_to_json(g, p, sim, info));
+}
+
+}  // namespace sa

@@ -1,0 +1,96 @@
+#pragma once
+// A hand-built plan with known stalls, shared by the report tests.
+//
+// Unit costs: 1 byte per microsecond each way, both directions at full rate
+// at once. Tensors t0 (4 B), t1 (20 B), t2 (6 B); ops op0 (10 us), op1 (5 us),
+// op2 (5 us), op3 (1 us).
+//
+//   s0  swap_in  t0                 h2d      [ 0,  4)
+//   s1  compute  op0   waits s0     compute  [ 4, 14)  stalls 4 us: s0, swap-in of t0
+//   s2  swap_in  t1                 h2d      [ 4, 24)
+//   s3  compute  op1   waits s2     compute  [24, 29)  stalls 10 us: s2, swap-in of t1
+//   s4  swap_out t1    waits s3     d2h      [29, 49)
+//   s5  drop     t0    waits s1     at 14
+//   s6  swap_in  t2    waits s5     h2d      [24, 30)
+//   s7  compute  op2   waits s6 s4  compute  [49, 54)  stalls 20 us: s4 (ends 49, after
+//                                                      s6 at 30), swap-out of t1
+//   s8  swap_in  t0    waits s7     h2d      [54, 58)
+//   s9  drop     t2    waits s8     at 58
+//   s10 compute  op3   waits s9     compute  [58, 59)  stalls 4 us: the drop s9 finishes
+//                                                      with s8, swap-in of t0
+//
+//   time →  0    4       14        24   29  30      49   54   58 59
+//   compute .....[= op0 =]..........[op1]..........[op2]....[3]
+//   h2d     [t0][======== t1 ======][ t2 ]               [t0]
+//   d2h                                 [====== t1 ======]
+//
+// Stalls: 4 + 10 + 20 + 4 = 38 us = SimResult::stall_us (59 - 21 of compute).
+// By tensor: t1 30 us (2 stalls: 1 swap-in, 1 swap-out), t0 8 us (2 swap-ins).
+
+#include <vector>
+
+#include "cost/device.h"
+#include "plan/plan.h"
+#include "plan/simulator.h"
+#include "test_util.h"
+
+namespace sa::testing {
+
+struct StallFixture {
+  Graph graph;
+  Plan plan;
+  DeviceProfile device;
+  std::vector<double> op_us{10, 5, 5, 1};
+  SimResult sim;
+
+  StallFixture() {
+    GraphBuilder b;
+    b.tensor(4, TensorKind::kParam, "t0");
+    b.tensor(20, TensorKind::kParam, "t1");
+    b.tensor(6, TensorKind::kParam);  // unnamed: "tensor #2"
+    for (int i = 0; i < 4; ++i)
+      b.op({}, {}, {}, op_us[i]);
+    b.g.ops[0].name = "op0";
+    b.g.ops[1].phase = Phase::kForward;
+    b.g.ops[2].phase = Phase::kBackward;
+    graph = b.g;
+    graph.name = "stall-fixture";
+
+    device.name = "unit";
+    device.memory_bytes = 1000;
+    device.h2d_gbps = 0.001;  // 1 B/us
+    device.d2h_gbps = 0.001;
+    device.duplex_gbps = 0.002;  // no sharing
+
+    plan.method = "hand";
+    plan.memory_budget = 40;
+    plan.pool.class_bytes = {20};
+    plan.pool.class_count = {2};
+    plan.pool.finalize();
+    plan.tensor_class = {0, 0, 0};
+    plan.workspace_class = {-1, -1, -1, -1};
+    plan.access_begin = {0, 0, 0, 0, 0};
+    plan.order = {0, 1, 2, 3};
+    add(StepKind::kSwapIn, 0, 0, {});               // s0
+    add(StepKind::kCompute, 0, kNoObject, {0});     // s1
+    add(StepKind::kSwapIn, 1, 1, {});               // s2
+    add(StepKind::kCompute, 1, kNoObject, {2});     // s3
+    add(StepKind::kSwapOut, 1, 1, {3});             // s4
+    add(StepKind::kDrop, 0, 0, {1});                // s5
+    add(StepKind::kSwapIn, 2, 0, {5});              // s6
+    add(StepKind::kCompute, 2, kNoObject, {6, 4});  // s7
+    add(StepKind::kSwapIn, 0, 1, {7});              // s8
+    add(StepKind::kDrop, 2, 0, {8});                // s9
+    add(StepKind::kCompute, 3, kNoObject, {9});     // s10
+    sim = Simulator().run(graph, plan, op_us, device, {.record_timeline = true});
+  }
+
+  void add(StepKind kind, int32_t subject, ObjectId obj, std::vector<StepId> waits) {
+    Step s{kind, subject, obj, static_cast<int32_t>(plan.waits.size()), 0};
+    plan.waits.insert(plan.waits.end(), waits.begin(), waits.end());
+    s.wait_end = static_cast<int32_t>(plan.waits.size());
+    plan.steps.push_back(s);
+  }
+};
+
+}  // namespace sa::testing

@@ -1,0 +1,87 @@
+// Stall attribution and tensor traffic on the hand-built plan of
+// plan_fixture.h, whose comment draws the timeline and lists every expected
+// stall and culprit.
+
+#include <gtest/gtest.h>
+
+#include "plan_fixture.h"
+#include "report/stalls.h"
+#include "report/traffic.h"
+
+namespace sa {
+namespace {
+
+TEST(Stalls, FixtureTimelineIsAsDrawn) {
+  testing::StallFixture f;
+  ASSERT_TRUE(f.sim.ok) << f.sim.error;
+  const double start[] = {0, 4, 4, 24, 29, 14, 24, 49, 54, 58, 58};
+  const double end[] = {4, 14, 24, 29, 49, 14, 30, 54, 58, 58, 59};
+  for (int s = 0; s < f.plan.num_steps(); ++s) {
+    EXPECT_DOUBLE_EQ(f.sim.timeline[s].start_us, start[s]) << "step " << s;
+    EXPECT_DOUBLE_EQ(f.sim.timeline[s].end_us, end[s]) << "step " << s;
+  }
+  EXPECT_DOUBLE_EQ(f.sim.stall_us, 38);
+}
+
+TEST(Stalls, EachStallBlamesTheWaitThatFinishedLast) {
+  testing::StallFixture f;
+  const StallReport r = attribute_stalls(f.plan, f.sim.timeline);
+  ASSERT_EQ(r.stalls.size(), 4u);
+  const StepId step[] = {1, 3, 7, 10};
+  const double idle[] = {4, 10, 20, 4};
+  const StepId culprit[] = {0, 2, 4, 8};  // s10 waits on the drop s9: blamed on s8 behind it
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(r.stalls[i].step, step[i]);
+    EXPECT_DOUBLE_EQ(r.stalls[i].idle_us, idle[i]);
+    EXPECT_EQ(r.stalls[i].culprit, culprit[i]);
+  }
+  EXPECT_DOUBLE_EQ(r.total_us, 38);
+  EXPECT_DOUBLE_EQ(r.total_us, f.sim.stall_us);
+  EXPECT_DOUBLE_EQ(r.unattributed_us, 0);
+}
+
+TEST(Stalls, GroupedByTensorMostIdleFirst) {
+  testing::StallFixture f;
+  const StallReport r = attribute_stalls(f.plan, f.sim.timeline);
+  ASSERT_EQ(r.by_tensor.size(), 2u);
+  EXPECT_EQ(r.by_tensor[0].tensor, 1);
+  EXPECT_DOUBLE_EQ(r.by_tensor[0].idle_us, 30);
+  EXPECT_EQ(r.by_tensor[0].stalls, 2);
+  EXPECT_EQ(r.by_tensor[0].via_swap_in, 1);
+  EXPECT_EQ(r.by_tensor[0].via_swap_out, 1);
+  EXPECT_EQ(r.by_tensor[1].tensor, 0);
+  EXPECT_DOUBLE_EQ(r.by_tensor[1].idle_us, 8);
+  EXPECT_EQ(r.by_tensor[1].stalls, 2);
+  EXPECT_EQ(r.by_tensor[1].via_swap_in, 2);
+}
+
+TEST(Stalls, NoneWhenComputeNeverWaits) {
+  testing::StallFixture f;
+  Plan p;
+  p.steps = {{StepKind::kCompute, 0, kNoObject, 0, 0}, {StepKind::kCompute, 1, kNoObject, 0, 0}};
+  const std::vector<StepTiming> t = {{0, 10}, {10, 15}};
+  const StallReport r = attribute_stalls(p, t);
+  EXPECT_TRUE(r.stalls.empty());
+  EXPECT_EQ(r.total_us, 0);
+}
+
+TEST(Traffic, TensorsByBytesMoved) {
+  testing::StallFixture f;
+  const std::vector<TensorTraffic> t = tensor_traffic(f.graph, f.plan);
+  ASSERT_EQ(t.size(), 3u);
+  // t1: in + out of 20 B; t0: two swap-ins of 4 B and a drop; t2: one 6 B swap-in, a drop.
+  EXPECT_EQ(t[0].tensor, 1);
+  EXPECT_EQ(t[0].bytes, 40);
+  EXPECT_EQ(t[0].swap_ins, 1);
+  EXPECT_EQ(t[0].swap_outs, 1);
+  EXPECT_EQ(t[1].tensor, 0);
+  EXPECT_EQ(t[1].bytes, 8);
+  EXPECT_EQ(t[1].swap_ins, 2);
+  EXPECT_EQ(t[1].drops, 1);
+  EXPECT_EQ(t[2].tensor, 2);
+  EXPECT_EQ(t[2].bytes, 6);
+  EXPECT_EQ(t[2].drops, 1);
+}
+
+}  // namespace
+}  // namespace sa
