@@ -5,6 +5,7 @@
 
 #include "cli/planning.h"
 #include "plan/plan_io.h"
+#include "report/trace.h"
 #include "util/error.h"
 #include "util/units.h"
 
@@ -14,6 +15,7 @@ namespace {
 struct PlanArgs {
   PlanningArgs planning;
   std::string output;
+  std::string trace;  // --trace FILE: the simulated iteration as a Chrome trace
   std::string method = "swapadvisor";
 };
 
@@ -25,6 +27,11 @@ void run_plan(const PlanArgs& args) {
   if (!r.feasible)
     throw sa::Error(fmt::format("{} cannot plan within the budget: {}", r.name, r.why));
   if (!args.output.empty()) write_plan(in.graph, r.plan, args.output);
+  if (!args.trace.empty())
+    write_trace(in.graph, r.plan, r.sim,
+                {.title = fmt::format("{}: {} plan on {}, budget {}", in.graph.name, r.name,
+                                      in.device.name, format_bytes(in.budget))},
+                args.trace);
   const SimResult& s = r.sim;
   if (args.planning.json) {
     nlohmann::json j = {{"method", r.name},
@@ -60,6 +67,7 @@ void run_plan(const PlanArgs& args) {
              format_bytes(s.peak_device_bytes), format_bytes(r.plan.pool.total_bytes()),
              r.plan.pool.num_classes(), r.plan.pool.num_objects());
   if (!args.output.empty()) fmt::print("plan written  {}\n", args.output);
+  if (!args.trace.empty()) fmt::print("trace written {}\n", args.trace);
 }
 
 }  // namespace
@@ -69,6 +77,8 @@ void register_plan(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("plan", "search for the fastest swap plan within a budget");
   args->planning.add_options(cmd);
   cmd->add_option("-o,--output", args->output, "write the plan (JSON; .gz to compress)");
+  cmd->add_option("--trace", args->trace,
+                  "write the simulated iteration as a Chrome trace (Perfetto, chrome://tracing)");
   cmd->add_option("--method", args->method, "swapadvisor (the search) or a baseline")
       ->capture_default_str();
   cmd->callback([args] { run_plan(*args); });

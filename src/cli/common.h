@@ -34,5 +34,6 @@ void register_stats(CLI::App& app);
 void register_zoo(CLI::App& app);
 void register_plan(CLI::App& app);
 void register_compare(CLI::App& app);
+void register_report(CLI::App& app);
 
 }  // namespace sa::cli

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   sa::cli::register_zoo(app);
   sa::cli::register_plan(app);
   sa::cli::register_compare(app);
+  sa::cli::register_report(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
