@@ -16,15 +16,6 @@ int32_t size_index(const std::vector<int64_t>& sizes, int64_t bytes) {
   return static_cast<int32_t>(std::lower_bound(sizes.begin(), sizes.end(), bytes) - sizes.begin());
 }
 
-// Calls f(class) for every item op o touches.
-template <typename F>
-void for_each_item_class(const Graph& g, const SizeTable& t, std::span<const ClassId> cls, OpId o,
-                         F&& f) {
-  const Op& op = g.ops[o];
-  for_each_access(op, [&](TensorId x, Access) { f(cls[t.tensor_size[x]]); });
-  if (t.workspace_size[o] >= 0) f(cls[t.workspace_size[o]]);
-}
-
 }  // namespace
 
 SizeTable make_size_table(const Graph& g) {
@@ -42,6 +33,13 @@ SizeTable make_size_table(const Graph& g) {
   for (int o = 0; o < g.num_ops(); ++o)
     if (g.ops[o].workspace_bytes > 0)
       t.workspace_size[o] = size_index(t.sizes, g.ops[o].workspace_bytes);
+  t.op_item_begin.assign(g.ops.size() + 1, 0);
+  for (int o = 0; o < g.num_ops(); ++o) {
+    for_each_access(g.ops[o],
+                    [&](TensorId x, Access) { t.op_item_size.push_back(t.tensor_size[x]); });
+    if (t.workspace_size[o] >= 0) t.op_item_size.push_back(t.workspace_size[o]);
+    t.op_item_begin[o + 1] = static_cast<int32_t>(t.op_item_size.size());
+  }
   return t;
 }
 
@@ -77,9 +75,14 @@ std::vector<int32_t> min_counts(const Graph& g, const SizeTable& t, std::span<co
   const int nc = cls.empty() ? 0 : cls.back() + 1;
   std::vector<int32_t> need(nc, 0), here(nc, 0);
   for (OpId o = 0; o < g.num_ops(); ++o) {
-    for_each_item_class(g, t, cls, o, [&](ClassId c) { ++here[c]; });
-    for_each_item_class(g, t, cls, o, [&](ClassId c) { need[c] = std::max(need[c], here[c]); });
-    for_each_item_class(g, t, cls, o, [&](ClassId c) { here[c] = 0; });
+    const int32_t* begin = t.op_item_size.data() + t.op_item_begin[o];
+    const int32_t* end = t.op_item_size.data() + t.op_item_begin[o + 1];
+    for (const int32_t* s = begin; s != end; ++s) {
+      const ClassId c = cls[*s];
+      need[c] = std::max(need[c], ++here[c]);
+    }
+    for (const int32_t* s = begin; s != end; ++s)
+      here[cls[*s]] = 0;
   }
   return need;
 }

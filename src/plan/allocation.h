@@ -26,6 +26,9 @@ struct SizeTable {
   std::vector<int64_t> sizes;           // ascending, distinct (TS)
   std::vector<int32_t> tensor_size;     // per tensor: index into sizes
   std::vector<int32_t> workspace_size;  // per op: index into sizes, -1 without workspace
+  // Per op, the size index of every item it touches (accesses, workspace):
+  // op o's are op_item_size[op_item_begin[o], op_item_begin[o + 1]).
+  std::vector<int32_t> op_item_begin, op_item_size;
   int num_sizes() const { return static_cast<int>(sizes.size()); }
 };
 SizeTable make_size_table(const Graph& g);

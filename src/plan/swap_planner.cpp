@@ -15,13 +15,6 @@ using ItemId = int32_t;  // tensors 0..n-1, then op o's workspace at n + o
 
 enum class ItemKind : uint8_t { kTransient, kInput, kPersistent };
 
-struct HeapEntry {
-  int64_t key;  // larger = better victim
-  ItemId item;
-  uint32_t stamp;
-  bool operator<(const HeapEntry& o) const { return key != o.key ? key < o.key : item < o.item; }
-};
-
 // A step before the final ordering: key_pos and rank give its place (see
 // Note [Swap planning]): compute at position i is (i, 0); a swap-out or drop
 // released at position r is (r, 1); a swap-in into an object released at r
@@ -84,7 +77,8 @@ class SwapPlanner::Pass {
     return dirty_[v] && (needed_later(v) || kind_[v] == ItemKind::kPersistent);
   }
   int64_t victim_key(ItemId x) const;
-  void push_heap_entry(ItemId x);
+  void list_resident(ItemId x);
+  void unlist_resident(ItemId x);
   StepId add_step(StepKind kind, int32_t subject, ObjectId obj, int32_t key_pos,
                   std::initializer_list<StepId> waits);
   void release(ObjectId obj, StepId compute, StepId copy, int32_t pos);
@@ -124,14 +118,16 @@ class SwapPlanner::Pass {
   std::vector<StepId> last_step_, arrival_;
   std::vector<StepId> host_write_;  // the item's last eviction (swap-out or drop)
   std::vector<int32_t> host_key_;   // and its key position
-  std::vector<uint32_t> stamp_;
   std::vector<ItemId> tenant_;
   std::vector<StepId> rel_compute_, rel_copy_;
   std::vector<int32_t> rel_pos_;
   std::vector<ObjectId> ring_;  // free objects: a ring per class over its object range
   std::vector<int32_t> ring_head_, ring_size_;
-  std::vector<std::vector<HeapEntry>> heaps_;
-  std::vector<HeapEntry> popped_;
+  // The evictable residents of each class, and each item's index there (-1
+  // when not listed). A victim is found by scanning its class's list: only
+  // full classes are scanned, and an access costs nothing.
+  std::vector<std::vector<ItemId>> residents_;
+  std::vector<int32_t> listed_at_;
   std::vector<TempStep> steps_;
   std::vector<StepId> waits_, scratch_;
   std::vector<ObjectId> access_objects_;
@@ -220,20 +216,21 @@ int64_t SwapPlanner::Pass::victim_key(ItemId x) const {
   return num_uses(x) > 0 ? static_cast<int64_t>(m_) + uses_[use_begin_[x]] : INT64_MAX / 2;
 }
 
-void SwapPlanner::Pass::push_heap_entry(ItemId x) {
-  const ClassId c = class_[x];
-  auto& h = heaps_[c];
-  // Every access pushes a fresh entry and leaves the old one stale; when the
-  // stale ones outnumber the objects of the class, drop them (amortized O(1)).
-  const int32_t objects = class_first_[c + 1] - class_first_[c];
-  if (static_cast<int32_t>(h.size()) > 2 * objects + 32) {
-    std::erase_if(h, [&](const HeapEntry& e) {
-      return e.stamp != stamp_[e.item] || obj_of_[e.item] == kNoObject;
-    });
-    std::make_heap(h.begin(), h.end());
-  }
-  h.push_back({victim_key(x), x, stamp_[x]});
-  std::push_heap(h.begin(), h.end());
+void SwapPlanner::Pass::list_resident(ItemId x) {
+  auto& list = residents_[class_[x]];
+  listed_at_[x] = static_cast<int32_t>(list.size());
+  list.push_back(x);
+}
+
+void SwapPlanner::Pass::unlist_resident(ItemId x) {
+  const int32_t at = listed_at_[x];
+  if (at < 0) return;
+  auto& list = residents_[class_[x]];
+  const ItemId moved = list.back();
+  list[at] = moved;
+  listed_at_[moved] = at;
+  list.pop_back();
+  listed_at_[x] = -1;
 }
 
 StepId SwapPlanner::Pass::add_step(StepKind kind, int32_t subject, ObjectId obj, int32_t key_pos,
@@ -281,7 +278,7 @@ void SwapPlanner::Pass::evict(ItemId v) {
   host_key_[v] = last_pos_[v];
   release(obj, last_step_[v], step, last_pos_[v]);
   obj_of_[v] = kNoObject;
-  ++stamp_[v];
+  unlist_resident(v);
 }
 
 // Copies x from its host copy into obj, once the object's previous tenant is
@@ -293,6 +290,7 @@ StepId SwapPlanner::Pass::swap_in(ItemId x, ObjectId obj, int32_t key_pos, StepI
                                {rel_compute_[obj], rel_copy_[obj], host_write_[x], after});
   obj_of_[x] = obj;
   tenant_[obj] = x;
+  list_resident(x);
   return step;
 }
 
@@ -301,35 +299,31 @@ ObjectId SwapPlanner::Pass::acquire(ItemId x, int i, bool swap_in) {
   const ClassId c = class_[x];
   ObjectId obj = ring_pop(c);
   if (obj != kNoObject) return obj;
-  auto& h = heaps_[c];
-  popped_.clear();
-  int chosen = -1, first_valid = -1, valid = 0;
-  while (!h.empty() && valid < opt_.threshold_scan) {
-    std::pop_heap(h.begin(), h.end());
-    const HeapEntry e = h.back();
-    h.pop_back();
-    const ItemId v = e.item;
-    if (e.stamp != stamp_[v] || obj_of_[v] == kNoObject) continue;  // stale
-    popped_.push_back(e);
+  // The resident with the furthest next use (Belady; LRU: the oldest last
+  // use), among those whose eviction leaves time for its copies when there
+  // are any (ties: the larger item id, for determinism).
+  ItemId best = -1, best_eligible = -1;
+  int64_t best_key = 0, best_eligible_key = 0;
+  for (ItemId v : residents_[c]) {
     if (pinned_[v] == i || (dir_ && !dir_->never_evict.empty() && dir_->never_evict[v])) continue;
-    ++valid;
-    if (first_valid < 0) first_valid = static_cast<int>(popped_.size()) - 1;
+    const int64_t key = victim_key(v);
+    if (best < 0 || key > best_key || (key == best_key && v > best)) {
+      best = v;
+      best_key = key;
+    }
+    if (best_eligible >= 0 &&
+        (key < best_eligible_key || (key == best_eligible_key && v < best_eligible)))
+      continue;
     const double need = (swap_in ? bytes_[x] / device_.h2d_bytes_per_us() : 0.0) +
                         (needs_copy(v) ? bytes_[v] / device_.d2h_bytes_per_us() : 0.0);
     const double elapsed = prefix_[i] - prefix_[last_pos_[v] + 1];
     if (elapsed >= opt_.eviction_threshold * need) {
-      chosen = static_cast<int>(popped_.size()) - 1;
-      break;
+      best_eligible = v;
+      best_eligible_key = key;
     }
   }
-  if (chosen < 0) chosen = first_valid;
-  for (int k = 0; k < static_cast<int>(popped_.size()); ++k) {
-    if (k == chosen) continue;
-    h.push_back(popped_[k]);
-    std::push_heap(h.begin(), h.end());
-  }
-  if (chosen < 0) return kNoObject;
-  const ItemId v = popped_[chosen].item;
+  const ItemId v = best_eligible >= 0 ? best_eligible : best;
+  if (v < 0) return kNoObject;
   obj = obj_of_[v];
   evict(v);
   return obj;
@@ -355,6 +349,7 @@ void SwapPlanner::Pass::place_op(int i) {
       SA_CHECK(obj != kNoObject, "no object for item {} of op {}", x, o);
       obj_of_[x] = obj;
       tenant_[obj] = x;
+      if (x < n_) list_resident(x);  // a workspace is never a victim
       if (rel_copy_[obj] >= 0) scratch_.push_back(rel_copy_[obj]);
     } else if (obj_of_[x] == kNoObject) {
       const ObjectId obj = acquire(x, i, true);
@@ -379,17 +374,14 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
     last_pos_[x] = i;
     ++cursor_[x];
     if (access != Access::kRead) dirty_[x] = 1;
-    ++stamp_[x];  // its heap entry is stale: its key changed
     const ObjectId obj = obj_of_[x];
-    if (needed_later(x) || kind_[x] == ItemKind::kPersistent) {
-      push_heap_entry(x);
-      return;
-    }
+    if (needed_later(x) || kind_[x] == ItemKind::kPersistent) return;
     // Last use in the iteration: transients die, inputs are dropped.
     const StepId drop =
         kind_[x] == ItemKind::kInput ? add_step(StepKind::kDrop, x, obj, i, {compute}) : -1;
     release(obj, compute, drop, i);
     obj_of_[x] = kNoObject;
+    unlist_resident(x);
     ring_push(class_[x], obj);
   };
   for_each_access(op, after);
@@ -407,7 +399,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident, bool fi
   arrival_.assign(items, -1);
   host_write_.assign(items, -1);
   host_key_.assign(items, -1);
-  stamp_.assign(items, 0);
+  listed_at_.assign(items, -1);
   tenant_.assign(num_objects_, -1);
   rel_compute_.assign(num_objects_, -1);
   rel_copy_.assign(num_objects_, -1);
@@ -415,9 +407,9 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident, bool fi
   ring_.assign(num_objects_, kNoObject);
   ring_head_.assign(nc_, 0);
   ring_size_.assign(nc_, 0);
-  heaps_.resize(nc_);
-  for (auto& h : heaps_)
-    h.clear();
+  residents_.resize(nc_);
+  for (auto& list : residents_)
+    list.clear();
   steps_.clear();
   waits_.clear();
   access_objects_.assign(access_begin_[m_], kNoObject);
@@ -428,7 +420,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident, bool fi
     obj_of_[r.tensor] = r.object;
     tenant_[r.object] = r.tensor;
     dirty_[r.tensor] = updated_[r.tensor];
-    push_heap_entry(r.tensor);
+    list_resident(r.tensor);
   }
   for (ClassId c = 0; c < nc_; ++c) {
     for (ObjectId obj = class_first_[c]; obj < class_first_[c + 1]; ++obj)

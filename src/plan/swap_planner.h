@@ -59,7 +59,6 @@ struct PlannerOptions {
   // A victim is preferred when the time since its last use (in op time along
   // the order) is at least threshold x the copy time its eviction enables.
   double eviction_threshold = 1.0;
-  int threshold_scan = 16;  // candidates examined for the threshold
 };
 
 // Rules that override the policy, for the rule-based baselines (vDNN,
