@@ -21,7 +21,7 @@ struct PlanArgs {
 
 void run_plan(const PlanArgs& args) {
   const PlanningInputs in = load_planning_inputs(args.planning);
-  const Problem problem(in.graph, in.device, in.budget);
+  const Problem problem(in.graph, in.device, in.budget, args.planning.compute_scale);
   print_warnings(problem.warnings);
   const MethodResult r = run_method(args.method, problem, search_options(args.planning));
   if (!r.feasible)

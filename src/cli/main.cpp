@@ -17,7 +17,10 @@ int main(int argc, char** argv) {
   sa::cli::register_zoo(app);
   sa::cli::register_plan(app);
   sa::cli::register_compare(app);
+  sa::cli::register_verify(app);
   sa::cli::register_report(app);
+  sa::cli::register_run(app);
+  sa::cli::register_bandwidth(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "test_util.h"
 
 namespace sa {
@@ -30,6 +32,65 @@ TEST(Cli, StatsPrintsATable) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("peak live bytes"), std::string::npos);
   EXPECT_NE(r.out.find("ideal iteration"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sa
+
+namespace sa {
+namespace {
+
+using testing::run_cli;
+
+const std::string kResnet = testing::data_path("graphs/resnet50-b64.json.gz");
+
+TEST(CliPlan, PlansWritesAndVerifies) {
+  const std::string plan_file = "/tmp/sa_cli_plan_test.json";
+  auto r = run_cli("plan " + kResnet +
+                   " --memory-fraction 0.5 --evaluations 300 --threads 2 --quiet --json -o " +
+                   plan_file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* key :
+       {"iteration_us", "ideal_us", "throughput_vs_ideal", "swap_in_bytes", "swap_out_bytes",
+        "stall_us", "peak_device_bytes", "memory_budget_bytes", "search_seconds", "evaluations"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_LE(j["peak_device_bytes"].get<int64_t>(), j["memory_budget_bytes"].get<int64_t>());
+  EXPECT_GE(j["iteration_us"].get<double>(), j["ideal_us"].get<double>());
+  r = run_cli("verify " + kResnet + " " + plan_file);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("valid plan"), std::string::npos);
+  r = run_cli("verify " + testing::data_path("graphs/resnet152-b32.json.gz") + " " + plan_file);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("made for another graph"), std::string::npos) << r.err;
+  std::remove(plan_file.c_str());
+}
+
+TEST(CliPlan, BudgetBelowAnOpsNeedNamesTheOp) {
+  auto r = run_cli("plan " + kResnet + " --memory 10MB --evaluations 10 --quiet");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is below what op"), std::string::npos) << r.err;
+  r = run_cli("plan " + kResnet + " --memory lots --evaluations 10 --quiet");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--memory: cannot read 'lots'"), std::string::npos) << r.err;
+}
+
+TEST(CliCompare, EveryMethodSideBySide) {
+  auto r = run_cli("compare " + kResnet +
+                   " --memory-fraction 0.5 --evaluations 150 --threads 2 "
+                   "--quiet --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  std::vector<std::string> names;
+  for (const auto& m : j["methods"]) {
+    names.push_back(m["name"]);
+    if (m["feasible"])
+      EXPECT_GT(m["iteration_us"].get<double>(), 0);
+    else
+      EXPECT_FALSE(m["why"].get<std::string>().empty());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"swapadvisor", "ideal", "odswap", "vdnn", "swap-all",
+                                             "tflms"}));
 }
 
 }  // namespace

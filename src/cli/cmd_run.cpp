@@ -1,0 +1,177 @@
+// `swapadvisor run`: execute a plan on the host-emulated device or a CUDA GPU,
+// with its data integrity checked against an unconstrained run.
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/common.h"
+#include "cli/run_aten.h"
+#include "cost/op_cost.h"
+#include "graph/graph_io.h"
+#include "plan/plan_io.h"
+#include "plan/simulator.h"
+#include "plan/verify.h"
+#include "runtime/backends.h"
+#include "runtime/executor.h"
+#include "util/error.h"
+#include "util/units.h"
+
+namespace sa::cli {
+namespace {
+
+struct RunArgs {
+  std::string graph;
+  std::string plan;
+  std::string backend = "host";
+  std::string device = "v100-16gb";
+  int iterations = 3;
+  double time_scale = 1;
+  bool pace = true;
+  int cuda_device = 0;
+  bool json = false;
+  std::string kernels = "synthetic";  // or "aten": a captured PyTorch model (cli/run_aten.h)
+  AtenRunArgs aten;
+};
+
+void run_run(const RunArgs& args) {
+  if (args.kernels == "aten") {
+    AtenRunArgs a = args.aten;
+    a.graph = args.graph;
+    a.plan = args.plan;
+    a.backend = args.backend;
+    a.iterations = args.iterations;
+    a.json = args.json;
+    run_aten(a);
+    return;
+  }
+  const Graph g = read_graph(args.graph);
+  const Plan p = read_plan(g, args.plan);
+  const VerifyResult v = verify_plan(g, p);
+  if (!v.ok)
+    throw Error(
+        fmt::format("{}: the plan is not valid for {}: {}", args.plan, args.graph, v.violation));
+  const DeviceProfile device = load_device(args.device);
+  std::vector<std::string> warnings;
+  const std::vector<double> op_us = op_times_us(g, device, &warnings);
+  print_warnings(warnings);
+  if (args.backend == "cuda" && args.time_scale != 1)
+    print_warnings(
+        {"--time-scale stretches the CUDA kernels but not the real copies; measured "
+         "and simulated times then disagree by design"});
+
+  Simulator sim;
+  const SimResult s = sim.run(g, p, op_us, device);
+  if (!s.ok) throw Error(fmt::format("the simulator cannot run the plan: {}", s.error));
+
+  runtime::BackendOptions bo;
+  bo.name = args.backend;
+  bo.link = device;
+  bo.time_scale = args.time_scale;
+  bo.pace = args.pace;
+  bo.cuda_device = args.cuda_device;
+  const auto backend = runtime::make_backend(bo);
+  runtime::RunOptions ro;
+  ro.iterations = args.iterations;
+  ro.time_scale = args.time_scale;
+  const runtime::RunResult r = runtime::run_plan(*backend, g, p, op_us, ro);
+
+  // Device time: wall time with the time scale taken out.
+  const double scale = args.time_scale > 0 ? args.time_scale : 1;
+  const double measured_us = r.median_wall_us() / scale;
+  const double ratio = s.iteration_us > 0 ? measured_us / s.iteration_us : 0;
+  const bool paced = args.backend == "host" && args.pace && args.time_scale > 0;
+  if (args.json) {
+    nlohmann::json j = {{"graph", g.name},
+                        {"method", p.method},
+                        {"backend", backend->name()},
+                        {"device", backend->device_name()},
+                        {"profile", device.name},
+                        {"time_scale", args.time_scale},
+                        {"paced", paced},
+                        {"iterations", args.iterations},
+                        {"wall_us", r.iteration_wall_us},
+                        {"measured_us", measured_us},
+                        {"simulated_us", s.iteration_us},
+                        {"ratio", ratio},
+                        {"swap_in_bytes", r.swap_in_bytes},
+                        {"swap_out_bytes", r.swap_out_bytes},
+                        {"peak_device_bytes", r.peak_device_bytes},
+                        {"memory_budget_bytes", p.memory_budget},
+                        {"pool_bytes", p.pool.total_bytes()},
+                        {"host_bytes", r.host_bytes},
+                        {"safety_waits", r.safety_waits},
+                        {"integrity", r.integrity}};
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("graph       {} ({} ops, {} tensors)\n", g.name, g.num_ops(), g.num_tensors());
+    fmt::print("plan        {} ({} steps), budget {}\n", p.method, p.num_steps(),
+               format_bytes(p.memory_budget));
+    fmt::print("backend     {} ({}), time scale {}{}\n", backend->name(), backend->device_name(),
+               args.time_scale,
+               paced ? fmt::format(", copies paced to {}", device.name)
+                     : (args.backend == "host" ? ", copies unpaced" : ""));
+    std::vector<std::string> walls;
+    for (double w : r.iteration_wall_us)
+      walls.push_back(format_us(w));
+    fmt::print("iterations  {}: {} wall\n", r.iteration_wall_us.size(), fmt::join(walls, ", "));
+    fmt::print("measured    {} per iteration (median{})\n", format_us(measured_us),
+               scale != 1 ? ", wall time / time scale" : "");
+    fmt::print("simulated   {} on {} (measured / simulated = {:.3f})\n", format_us(s.iteration_us),
+               device.name, ratio);
+    fmt::print("swapped     {} in, {} out per iteration\n", format_bytes(r.swap_in_bytes),
+               format_bytes(r.swap_out_bytes));
+    fmt::print("device      peak {} in use; arena {} (the budget), pool {}\n",
+               format_bytes(r.peak_device_bytes), format_bytes(r.arena_bytes),
+               format_bytes(p.pool.total_bytes()));
+    fmt::print("integrity   {}\n",
+               r.integrity_ok ? fmt::format("ok: every op's results and every persistent tensor "
+                                            "match the reference run in all {} iterations",
+                                            args.iterations)
+                              : r.integrity);
+  }
+  if (!r.integrity_ok) throw Error("integrity check failed: " + r.integrity);
+}
+
+}  // namespace
+
+void register_run(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "execute a plan on a host-emulated device or a CUDA GPU and check its data");
+  cmd->add_option("graph", args->graph, "graph file in format v1 (.json or .json.gz)")->required();
+  cmd->add_option("plan", args->plan, "plan file (swapadvisor plan -o)")->required();
+  cmd->add_option("--backend", args->backend, "host (an emulated device) or cuda")
+      ->check(CLI::IsMember({"host", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--device", args->device,
+                  "device profile: op times, simulated time, the host backend's link")
+      ->capture_default_str();
+  cmd->add_option("--iterations", args->iterations, "timed iterations")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--time-scale", args->time_scale,
+                  "stretch op times (and, on the host backend, paced copies) by this factor")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--pace,!--no-pace", args->pace,
+                "host backend: pace copies to the profile's PCIe bandwidths (default on)");
+  cmd->add_option("--cuda-device", args->cuda_device, "CUDA device index")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->add_option("--kernels", args->kernels,
+                  "synthetic (checksummed stand-ins) or aten (a captured PyTorch model run "
+                  "through libtorch: docs/capture.md)")
+      ->check(CLI::IsMember({"synthetic", "aten"}))
+      ->capture_default_str();
+  cmd->add_option("--exec", args->aten.exec,
+                  "aten: the capture's exec file (default: PREFIX.exec.json.gz beside the graph)");
+  cmd->add_option("--values", args->aten.values,
+                  "aten: the initial values (default: PREFIX.values.bin beside the graph)");
+  cmd->add_option("--save-values", args->aten.save_values,
+                  "aten: write the trained parameters, buffers and optimizer state here");
+  cmd->add_option("--threads", args->aten.threads, "aten: intra-op threads (default: libtorch's)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([args] { run_run(*args); });
+}
+
+}  // namespace sa::cli

@@ -1,0 +1,44 @@
+// `swapadvisor verify GRAPH PLAN`: checks a plan against its graph with the
+// independent verifier (plan/verify.h) and names the first violation.
+
+#include <fmt/format.h>
+
+#include "cli/common.h"
+#include "graph/graph_io.h"
+#include "plan/plan_io.h"
+#include "plan/verify.h"
+#include "util/error.h"
+#include "util/units.h"
+
+namespace sa::cli {
+namespace {
+
+struct VerifyArgs {
+  std::string graph;
+  std::string plan;
+};
+
+void run_verify(const VerifyArgs& args) {
+  const Graph g = read_graph(args.graph);
+  const Plan p = read_plan(g, args.plan);
+  const VerifyResult v = verify_plan(g, p);
+  if (!v.ok) throw Error(fmt::format("{}: invalid plan: {}", args.plan, v.violation));
+  const PlanTraffic t = plan_traffic(g, p);
+  fmt::print(
+      "{}: valid plan for {} ({} steps: {} ops, {} swap-ins, {} swap-outs, {} drops; pool {} "
+      "of a {} budget)\n",
+      args.plan, g.name.empty() ? args.graph : g.name, p.num_steps(), g.num_ops(), t.swap_ins,
+      t.swap_outs, t.drops, format_bytes(p.pool.total_bytes()), format_bytes(p.memory_budget));
+}
+
+}  // namespace
+
+void register_verify(CLI::App& app) {
+  auto args = std::make_shared<VerifyArgs>();
+  CLI::App* cmd = app.add_subcommand("verify", "check a plan against its graph");
+  cmd->add_option("graph", args->graph, "graph file (format v1)")->required();
+  cmd->add_option("plan", args->plan, "plan file")->required();
+  cmd->callback([args] { run_verify(*args); });
+}
+
+}  // namespace sa::cli

@@ -1,0 +1,127 @@
+#pragma once
+// What the executor needs from a device: memory, three streams ordered by
+// events, asynchronous copies and the synthetic kernels. Two backends
+// implement it: the host backend (runtime/host_backend.h: the device is a
+// separate arena in host memory, each stream a thread) and the CUDA backend
+// (runtime/cuda_backend.h).
+//
+//   auto backend = sa::runtime::make_host_backend({});
+//   Buffer arena = backend->alloc_device(budget);
+//   auto done = backend->create_event();
+//   backend->copy_h2d(arena.data(), host.data(), bytes);   // on the H2D stream
+//   backend->record(Stream::kH2D, *done);
+//   backend->wait(Stream::kCompute, *done);                // compute waits for the copy
+//   backend->launch_op(op, duration_us);                   // on the compute stream
+//   backend->synchronize();
+//
+// Streams run their work in issue order. Events behave as CUDA's do: wait()
+// waits for the most recent record() issued before it (a never-recorded event
+// is complete). All methods are called from one thread, the issuing thread;
+// work runs asynchronously on the streams until synchronize().
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "plan/plan.h"
+#include "runtime/synthetic.h"
+
+namespace sa::runtime {
+
+using sa::Stream;  // kCompute, kH2D, kD2H
+
+// Memory allocated by a backend and given back to it on destruction.
+class Buffer {
+ public:
+  using Deleter = std::function<void(std::byte*)>;
+  Buffer() = default;
+  Buffer(std::byte* data, int64_t bytes, Deleter free)
+      : data_(data), bytes_(bytes), free_(std::move(free)) {}
+  Buffer(Buffer&& o) noexcept { swap(o); }
+  Buffer& operator=(Buffer&& o) noexcept {
+    Buffer(std::move(o)).swap(*this);
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (data_ && free_) free_(data_);
+  }
+  std::byte* data() const { return data_; }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  void swap(Buffer& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(free_, o.free_);
+  }
+  std::byte* data_ = nullptr;
+  int64_t bytes_ = 0;
+  Deleter free_;
+};
+
+// A point in a stream's work (backend-specific).
+class Event {
+ public:
+  virtual ~Event() = default;
+};
+
+// The synthetic kernels of a whole graph: the accesses of op o are
+// accesses[op_begin[o], op_begin[o + 1]), with offsets into the device arena
+// (runtime/kernel_table.h builds it from a Plan).
+struct KernelTable {
+  std::vector<synthetic::KernelAccess> accesses;
+  std::vector<int32_t> op_begin;
+  int num_slots = 0;  // checksum slots the op kernels write
+  std::span<const synthetic::KernelAccess> of(int32_t op) const {
+    return {accesses.data() + op_begin[op], accesses.data() + op_begin[op + 1]};
+  }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;         // "host", "cuda"
+  virtual std::string device_name() const = 0;  // e.g. "NVIDIA H200"
+  virtual int64_t device_memory_bytes() const = 0;
+
+  // Device memory (the arena), and host memory that copies can use at full
+  // speed (pinned on CUDA). Both are allocated once, before timing starts.
+  virtual Buffer alloc_device(int64_t bytes) = 0;
+  virtual Buffer alloc_host(int64_t bytes) = 0;
+
+  virtual std::unique_ptr<Event> create_event() = 0;
+  virtual void record(Stream s, Event& e) = 0;
+  virtual void wait(Stream s, const Event& e) = 0;
+  // Microseconds between two completed events (wall time).
+  virtual double elapsed_us(const Event& from, const Event& to) = 0;
+  // Waits until every stream is idle; reports (throws) any error a stream met.
+  virtual void synchronize() = 0;
+
+  // Copies on the H2D and D2H streams.
+  virtual void copy_h2d(std::byte* device, const std::byte* host, int64_t bytes) = 0;
+  virtual void copy_d2h(std::byte* host, const std::byte* device, int64_t bytes) = 0;
+
+  // Synthetic kernels (Note [Synthetic kernels]) on the compute stream.
+  // load_kernels once (streams idle), then: clear_slots zeroes the checksum
+  // slots, launch_op runs op's kernel for at least duration_us,
+  // launch_checksum puts the checksum of `bytes` bytes of device memory in a
+  // slot; read_slots (streams idle) returns the slots.
+  virtual void load_kernels(const KernelTable& table, std::byte* arena, int num_slots) = 0;
+  virtual void clear_slots() = 0;
+  virtual void launch_op(int32_t op, double duration_us) = 0;
+  virtual void launch_checksum(const std::byte* device, int64_t bytes, int32_t slot) = 0;
+  virtual std::vector<uint64_t> read_slots() = 0;
+
+  // Keeps stream s busy for `us` microseconds (tests, measurements).
+  virtual void delay(Stream s, double us) = 0;
+};
+
+}  // namespace sa::runtime

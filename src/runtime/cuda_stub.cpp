@@ -1,0 +1,23 @@
+// The CUDA backend's entry points in a build without the CUDA toolkit.
+
+#include "runtime/cuda_backend.h"
+#include "util/error.h"
+
+namespace sa::runtime {
+
+bool cuda_backend_built() {
+  return false;
+}
+
+int cuda_device_count(std::string* why) {
+  if (why) *why = "this swapadvisor was built without the CUDA toolkit (no nvcc found by CMake)";
+  return 0;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int) {
+  throw Error(
+      "the CUDA backend is not available: this swapadvisor was built without the CUDA toolkit "
+      "(install it and reconfigure; CMake looks for nvcc on PATH and in /usr/local/cuda)");
+}
+
+}  // namespace sa::runtime

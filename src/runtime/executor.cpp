@@ -1,0 +1,371 @@
+#include "runtime/executor.h"
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "runtime/kernel_table.h"
+#include "runtime/reference.h"
+#include "runtime/synthetic_op.h"
+#include "util/error.h"
+
+namespace sa::runtime {
+namespace {
+
+constexpr int kFree = -1;  // an object's tenant when it has none
+constexpr int kCompute = static_cast<int>(Stream::kCompute);
+using StreamSteps = std::array<StepId, kNumStreams>;  // per stream, a step id or -1
+constexpr StreamSteps kNoSteps = {-1, -1, -1};
+
+std::string tensor_label(const Graph& g, TensorId t) {
+  const Tensor& x = g.tensors[t];
+  return x.name.empty() ? fmt::format("tensor {}", t) : fmt::format("tensor {} '{}'", t, x.name);
+}
+
+std::string op_label(const Graph& g, OpId o) {
+  const Op& op = g.ops[o];
+  return op.name.empty() ? fmt::format("op {} ({})", o, op.type)
+                         : fmt::format("op {} '{}' ({})", o, op.name, op.type);
+}
+
+class Executor {
+ public:
+  Executor(Backend& b, const Graph& g, const Plan& p, std::span<const double> op_us,
+           const RunOptions& o)
+      : b_(b), g_(g), p_(p), op_us_(op_us), o_(o) {}
+
+  ~Executor() {
+    // Nothing may still run against the buffers and events freed below.
+    try {
+      b_.synchronize();
+    } catch (...) {
+    }
+  }
+
+  RunResult run() {
+    setup();
+    warm_up();
+    Reference ref;
+    if (o_.check_integrity) {
+      ref = run_reference(g_, o_.iterations);
+      r_.integrity_checked = true;
+    }
+    for (int it = 0; it < o_.iterations; ++it) {
+      issue_iteration();
+      b_.synchronize();
+      collect_timing();
+      if (o_.check_integrity && r_.integrity_ok) check(it, ref);
+    }
+    if (o_.final_value) read_back();
+    return std::move(r_);
+  }
+
+ private:
+  void setup() {
+    const Pool& pool = p_.pool;
+    SA_CHECK(static_cast<int>(pool.object_offset.size()) == pool.num_objects(),
+             "the plan's pool is not finalized");
+    if (pool.total_bytes() > p_.memory_budget)
+      throw Error(fmt::format("the plan's pool ({} B) exceeds its memory budget ({} B)",
+                              pool.total_bytes(), p_.memory_budget));
+    r_.arena_bytes = p_.memory_budget;
+    arena_ = b_.alloc_device(p_.memory_budget);
+    for (ObjectId k = 0; k < pool.num_objects(); ++k)
+      r_.pool_end_bytes = std::max(r_.pool_end_bytes, pool.offset_of(k) + pool.bytes_of(k));
+    SA_CHECK(r_.pool_end_bytes <= arena_.bytes(), "object past the arena's end");
+
+    // Host storage.
+    const int n = g_.num_tensors();
+    std::vector<uint8_t> need(n, 0);
+    for (TensorId t = 0; t < n; ++t)
+      need[t] = exists_at_start(g_.tensors[t].kind);
+    for (const Step& s : p_.steps)
+      if (s.kind == StepKind::kSwapIn || s.kind == StepKind::kSwapOut) need[s.subject] = 1;
+    host_.resize(n);
+    for (TensorId t = 0; t < n; ++t) {
+      if (!need[t]) continue;
+      host_[t] = b_.alloc_host(g_.tensors[t].bytes);
+      r_.host_bytes += g_.tensors[t].bytes;
+      if (exists_at_start(g_.tensors[t].kind)) init_host(t);
+    }
+    reset_inputs_ = updated_inputs(g_);
+
+    // Kernels, checksum slots (op slots, then one per persistent tensor).
+    layout_ = make_slot_layout(g_);
+    for (TensorId t = 0; t < n; ++t)
+      if (is_persistent(g_.tensors[t].kind)) persistent_.push_back(t);
+    b_.load_kernels(make_kernel_table(g_, layout_, &p_), arena_.data(),
+                    layout_.num_slots() + static_cast<int>(persistent_.size()));
+
+    begin_ = b_.create_event();
+    events_.resize(p_.num_steps());
+    for (StepId s = 0; s < p_.num_steps(); ++s)
+      if (stream_of(p_.steps[s].kind) != Stream::kNone) events_[s] = b_.create_event();
+    resident_object_.assign(n, kNoObject);
+    for (const ResidentTensor& rt : p_.initial_resident)
+      resident_object_[rt.tensor] = rt.object;
+
+    const PlanTraffic traffic = plan_traffic(g_, p_);
+    r_.swap_in_bytes = traffic.swap_in_bytes;
+    r_.swap_out_bytes = traffic.swap_out_bytes;
+  }
+
+  std::byte* object_ptr(ObjectId k) { return arena_.data() + p_.pool.offset_of(k); }
+
+  void init_host(TensorId t) {
+    if (o_.init_host)
+      o_.init_host(t, host_[t].data(), g_.tensors[t].bytes);
+    else
+      synthetic::init_buffer(host_[t].data(), g_.tensors[t].bytes, t);
+  }
+
+  // Every persistent tensor's latest value, to o_.final_value (streams idle).
+  void read_back() {
+    for (TensorId t = 0; t < g_.num_tensors(); ++t) {
+      if (!is_persistent(g_.tensors[t].kind)) continue;
+      const int64_t bytes = g_.tensors[t].bytes;
+      const ObjectId k = resident_object_[t];
+      if (k != kNoObject && tenant_[k] == t) {
+        Buffer tmp = b_.alloc_host(bytes);
+        b_.copy_d2h(tmp.data(), object_ptr(k), bytes);
+        b_.synchronize();
+        o_.final_value(t, tmp.data(), bytes);
+      } else if (host_[t].data()) {
+        o_.final_value(t, host_[t].data(), bytes);
+      }
+    }
+  }
+
+  // The initial resident set, loaded before the first iteration (untimed).
+  void warm_up() {
+    for (const ResidentTensor& rt : p_.initial_resident)
+      b_.copy_h2d(object_ptr(rt.object), host_[rt.tensor].data(), g_.tensors[rt.tensor].bytes);
+    b_.synchronize();
+  }
+
+  // Makes stream st wait until `step` (a step on another stream) is done.
+  // Returns true when that needed a new wait.
+  bool wait_for(Stream st, StepId step) {
+    const int a = static_cast<int>(st);
+    const int c = static_cast<int>(stream_of(p_.steps[step].kind));
+    if (c == a || waited_[a][c] >= step) return false;
+    b_.wait(st, *events_[step]);
+    waited_[a][c] = step;
+    return true;
+  }
+
+  // A new tenant moves into object k on stream st: wait for every other
+  // stream's last step on the object (Note [Executing a plan]).
+  void reuse(Stream st, ObjectId k) {
+    if (!o_.safety_net) return;
+    for (StepId s : last_touch_[k])
+      if (s >= 0 && wait_for(st, s)) ++safety_waits_;
+  }
+
+  void touch(Stream st, ObjectId k, StepId s) { last_touch_[k][static_cast<int>(st)] = s; }
+
+  void issue_iteration() {
+    const int num_objects = p_.pool.num_objects();
+    tenant_.assign(num_objects, kFree);
+    for (const ResidentTensor& rt : p_.initial_resident)
+      tenant_[rt.object] = rt.tensor;
+    last_touch_.assign(num_objects, kNoSteps);
+    done_.assign(p_.num_steps(), kNoSteps);
+    for (auto& w : waited_)
+      w.fill(-1);
+    safety_waits_ = 0;
+    // A new batch in the inputs that the previous iteration updated.
+    for (TensorId t : reset_inputs_)
+      init_host(t);
+
+    b_.clear_slots();
+    b_.record(Stream::kCompute, *begin_);
+    b_.wait(Stream::kH2D, *begin_);
+    b_.wait(Stream::kD2H, *begin_);
+    const int n = g_.num_tensors();
+    for (StepId s = 0; s < p_.num_steps(); ++s) {
+      const Step& step = p_.steps[s];
+      const Stream st = stream_of(step.kind);
+      if (st == Stream::kNone) {  // a drop: done when what it waits for is done
+        for (StepId w : p_.waits_of(s))
+          for (int c = 0; c < kNumStreams; ++c)
+            done_[s][c] = std::max(done_[s][c], done_[w][c]);
+        if (tenant_[step.object] == step.subject) tenant_[step.object] = kFree;
+        continue;
+      }
+      for (StepId w : p_.waits_of(s))
+        for (StepId d : done_[w])
+          if (d >= 0) wait_for(st, d);
+      const int64_t bytes = g_.tensors[step.subject].bytes;
+      switch (step.kind) {
+        case StepKind::kCompute: {
+          const OpId o = step.subject;
+          const Op& op = g_.ops[o];
+          const auto objs = p_.objects_of(o);
+          int k = 0;
+          for_each_access(op, [&](TensorId t, Access a) {
+            if (a == Access::kCreate) {
+              reuse(st, objs[k]);
+              tenant_[objs[k]] = t;
+            }
+            ++k;
+          });
+          if (op.workspace_bytes > 0) {
+            reuse(st, objs[k]);
+            tenant_[objs[k]] = n + o;
+          }
+          b_.launch_op(o, op_us_[o] * o_.time_scale);
+          for (ObjectId obj : objs)
+            touch(st, obj, s);
+          if (op.workspace_bytes > 0 && tenant_[objs[k]] == n + o) tenant_[objs[k]] = kFree;
+          break;
+        }
+        case StepKind::kSwapIn:
+          reuse(st, step.object);
+          tenant_[step.object] = step.subject;
+          b_.copy_h2d(object_ptr(step.object), host_[step.subject].data(), bytes);
+          touch(st, step.object, s);
+          break;
+        case StepKind::kSwapOut:
+          b_.copy_d2h(host_[step.subject].data(), object_ptr(step.object), bytes);
+          touch(st, step.object, s);
+          if (tenant_[step.object] == step.subject) tenant_[step.object] = kFree;
+          break;
+        case StepKind::kDrop:
+          break;
+      }
+      b_.record(st, *events_[s]);
+      done_[s][static_cast<int>(st)] = s;
+    }
+    r_.safety_waits = safety_waits_;
+  }
+
+  // Step times of the iteration just synchronized, the timeline and the
+  // device bytes in use over it.
+  void collect_timing() {
+    const int m = p_.num_steps();
+    std::vector<StepTiming> tl(m);
+    std::vector<double> end(m, 0);
+    double stream_free[kNumStreams] = {0, 0, 0};
+    double last = 0;
+    for (StepId s = 0; s < m; ++s) {
+      const Stream st = stream_of(p_.steps[s].kind);
+      double ready = 0;
+      for (StepId w : p_.waits_of(s))
+        ready = std::max(ready, end[w]);
+      if (st == Stream::kNone) {
+        tl[s] = {ready, ready};
+        end[s] = ready;
+        continue;
+      }
+      const int c = static_cast<int>(st);
+      end[s] = std::max(0.0, b_.elapsed_us(*begin_, *events_[s]));
+      tl[s] = {std::min(end[s], std::max(ready, stream_free[c])), end[s]};
+      stream_free[c] = end[s];
+      last = std::max(last, end[s]);
+    }
+    r_.iteration_wall_us.push_back(last);
+    int64_t peak = 0;
+    memory_profile(g_, p_, tl, last, &peak);
+    r_.peak_device_bytes = std::max(r_.peak_device_bytes, peak);
+    r_.timeline = std::move(tl);
+  }
+
+  void check(int it, const Reference& ref) {
+    // Persistent tensors where their latest value is: back in their
+    // initial-resident object, or in host memory.
+    std::vector<uint64_t> host_sums(persistent_.size(), 0);
+    std::vector<uint8_t> on_device(persistent_.size(), 0);
+    for (size_t i = 0; i < persistent_.size(); ++i) {
+      const TensorId t = persistent_[i];
+      const ObjectId k = resident_object_[t];
+      if (k != kNoObject && tenant_[k] == t) {
+        on_device[i] = 1;
+        b_.launch_checksum(object_ptr(k), g_.tensors[t].bytes,
+                           layout_.num_slots() + static_cast<int32_t>(i));
+      } else if (host_[t].data()) {
+        host_sums[i] = synthetic::checksum_buffer(host_[t].data(), g_.tensors[t].bytes);
+      }
+    }
+    b_.synchronize();
+    const std::vector<uint64_t> slots = b_.read_slots();
+    const auto& want = ref.slots[it];
+    for (OpId o : p_.order) {
+      const Op& op = g_.ops[o];
+      for (int32_t s = layout_.slot_begin[o]; s < layout_.slot_begin[o + 1]; ++s) {
+        if (slots[s] == want[s]) continue;
+        const int32_t j = s - layout_.slot_begin[o];
+        const bool is_output = j < static_cast<int32_t>(op.outputs.size());
+        const TensorId t = is_output ? op.outputs[j] : op.updates[j - op.outputs.size()];
+        fail(fmt::format(
+            "iteration {}: {} {} {}: checksum {:016x}, the reference run's is {:016x} (it read a "
+            "stale, misplaced or partly copied buffer)",
+            it + 1, op_label(g_, o), is_output ? "created" : "updated", tensor_label(g_, t),
+            slots[s], want[s]));
+        return;
+      }
+    }
+    for (size_t i = 0; i < persistent_.size(); ++i) {
+      const uint64_t got = on_device[i] ? slots[layout_.num_slots() + i] : host_sums[i];
+      if (got == ref.persistent_sums[it][i]) continue;
+      const TensorId t = persistent_[i];
+      fail(fmt::format(
+          "iteration {}: at its end, persistent {} ({}) has checksum {:016x}, the reference "
+          "run's is {:016x}",
+          it + 1, tensor_label(g_, t),
+          on_device[i] ? fmt::format("in object {}", resident_object_[t]) : "in host memory", got,
+          ref.persistent_sums[it][i]));
+      return;
+    }
+  }
+
+  void fail(std::string why) {
+    r_.integrity_ok = false;
+    r_.integrity = std::move(why);
+  }
+
+  Backend& b_;
+  const Graph& g_;
+  const Plan& p_;
+  std::span<const double> op_us_;
+  RunOptions o_;
+  RunResult r_;
+
+  Buffer arena_;
+  std::vector<Buffer> host_;  // per tensor; empty when not needed
+  std::vector<TensorId> reset_inputs_;
+  SlotLayout layout_;
+  std::vector<TensorId> persistent_;
+  std::vector<ObjectId> resident_object_;  // per tensor: its initial-resident object
+  std::unique_ptr<Event> begin_;
+  std::vector<std::unique_ptr<Event>> events_;  // per step on a stream
+
+  // Issue state of the current iteration.
+  std::vector<int32_t> tenant_;          // per object: a tensor, n + op (workspace), or kFree
+  std::vector<StreamSteps> last_touch_;  // per object
+  std::vector<StreamSteps> done_;        // per step: what its completion stands for
+  std::array<StreamSteps, kNumStreams> waited_;  // [stream][other]: waited up to this step
+  int safety_waits_ = 0;
+};
+
+}  // namespace
+
+double RunResult::median_wall_us() const {
+  if (iteration_wall_us.empty()) return 0;
+  std::vector<double> v = iteration_wall_us;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+RunResult run_plan(Backend& backend, const Graph& g, const Plan& p, std::span<const double> op_us,
+                   const RunOptions& options) {
+  SA_CHECK(static_cast<int>(op_us.size()) == g.num_ops(), "{} op times for {} ops", op_us.size(),
+           g.num_ops());
+  SA_CHECK(options.iterations >= 1, "iterations = {}", options.iterations);
+  Executor e(backend, g, p, op_us, options);
+  return e.run();
+}
+
+}  // namespace sa::runtime

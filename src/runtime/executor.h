@@ -1,0 +1,107 @@
+#pragma once
+// The executor: runs a Plan on a backend and proves that it computed what an
+// unconstrained run computes.
+//
+//   auto backend = sa::runtime::make_host_backend({});
+//   sa::runtime::RunOptions o;  o.iterations = 3;
+//   sa::runtime::RunResult r = sa::runtime::run_plan(*backend, g, plan, op_us, o);
+//   // r.integrity == "ok", r.iteration_wall_us, r.peak_device_bytes ...
+//
+// Note [Executing a plan]
+// -----------------------
+// Setup (untimed): one device arena of exactly plan.memory_budget bytes,
+// allocated once; pool object k lives at arena offset pool.offset_of(k)
+// (Note [Plan semantics], plan/plan.h). Host storage, one buffer per tensor,
+// for every persistent tensor and input (initialised with init_word) and for
+// every tensor the plan swaps. The initial resident tensors are copied into
+// their objects (the warm-up). Then N iterations run back to back, each
+// starting from where the previous one ended.
+//
+// Issue: one host thread issues the steps in list order (every wait refers to
+// an earlier step). A compute step launches its op's kernel on the compute
+// stream, a swap-in copies host→device on the H2D stream, a swap-out
+// device→host on the D2H stream, each followed by an event. Before issuing a
+// step, its stream waits for the events of the steps in its `waits` (a drop,
+// on no stream, stands for the steps it waits for). A stream never waits for
+// its own earlier steps (streams run in order), nor twice for the same point
+// of another stream.
+//
+// Object reuse (the safety net, as PyTorch's caching allocator does it): the
+// executor remembers, per object, the last step of each stream that touched
+// it. A step that puts a new tenant into an object (a swap-in, an op creating
+// an output, an op's workspace) makes its stream wait for those steps too, so
+// that a tenant never moves in while another stream still reads or writes
+// the previous one, whatever the plan's own waits say. The verifier already
+// checks the plan; this only makes a runtime bug or a bypassed verifier
+// harmless to neighbours. It adds no wait to a verified plan's run unless the
+// plan orders the release indirectly; RunResult::safety_waits counts them.
+// Reads are NOT covered: a compute step that reads a tensor whose swap-in it
+// does not wait for reads whatever is there, and the integrity check says so.
+//
+// Integrity (Note [Synthetic kernels], runtime/synthetic.h): each op kernel
+// records the checksums of the outputs and updates it wrote; at the end of
+// each iteration, the executor also checksums every persistent tensor where
+// its latest value is (its initial-resident object if it is back there, else
+// its host buffer). All of them must equal those of the reference run
+// (runtime/reference.h); the first difference, in plan order, is reported
+// with its iteration, op and tensor.
+//
+// Timing: each iteration is timed from an event recorded on the compute
+// stream before its first step to the last event of its steps. The measured
+// timeline (step end: its event; start: when its stream and its waits were
+// done) gives the device bytes in use over time as the simulator computes
+// them (memory_profile in plan/simulator.h).
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "plan/plan.h"
+#include "plan/simulator.h"
+#include "runtime/backend.h"
+
+namespace sa::runtime {
+
+struct RunOptions {
+  int iterations = 1;
+  double time_scale = 1;        // each op's kernel lasts op_us x time_scale
+  bool check_integrity = true;  // run the reference and compare
+  // Real data (the ATen kernels, runtime/aten_run.h). init_host, when set,
+  // fills the host copy of every tensor that exists at the start instead of
+  // the synthetic init_word pattern; final_value, when set, receives every
+  // persistent tensor's latest bytes after the last iteration (from its
+  // initial-resident object or its host copy).
+  std::function<void(TensorId, std::byte* host, int64_t bytes)> init_host;
+  std::function<void(TensorId, const std::byte* data, int64_t bytes)> final_value;
+  bool safety_net = true;  // object-reuse waits (Note [Executing a plan]); off: tests only
+};
+
+struct RunResult {
+  std::vector<double> iteration_wall_us;  // per iteration
+  int64_t swap_in_bytes = 0;              // per iteration
+  int64_t swap_out_bytes = 0;             // per iteration
+  int64_t peak_device_bytes = 0;          // over all iterations, from the measured timelines
+  int64_t arena_bytes = 0;                // the device arena: exactly the plan's budget
+  int64_t pool_end_bytes = 0;             // the end of the last object in the arena
+  int64_t host_bytes = 0;                 // host storage
+  int safety_waits = 0;                   // per iteration (Note [Executing a plan])
+  bool integrity_checked = false;
+  bool integrity_ok = true;
+  std::string integrity = "ok";      // "ok", or the first difference
+  std::vector<StepTiming> timeline;  // of the last iteration, wall us from its start
+
+  double median_wall_us() const;
+};
+
+// REQUIRES: g passed validate_graph and p passed read_plan's structural
+// checks (ids in range, waits to earlier steps); it need not be correct (the
+// integrity check reports what a wrong plan computes). op_us: op_times_us.
+// Throws sa::Error when the pool does not fit the budget or memory runs out.
+RunResult run_plan(Backend& backend, const Graph& g, const Plan& p, std::span<const double> op_us,
+                   const RunOptions& options);
+
+}  // namespace sa::runtime

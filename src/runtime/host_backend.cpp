@@ -1,0 +1,188 @@
+#include "runtime/host_backend.h"
+
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "runtime/clock.h"
+#include "runtime/link_pacer.h"
+#include "runtime/stream_worker.h"
+#include "runtime/synthetic_op.h"
+#include "util/error.h"
+
+namespace sa::runtime {
+namespace {
+
+// Events as CUDA has them: record() targets the next generation, wait() the
+// latest generation recorded so far. `recorded` belongs to the issuing
+// thread; the rest is shared with the stream threads.
+class HostEvent final : public Event {
+ public:
+  uint64_t recorded = 0;
+
+  void complete(uint64_t generation) {
+    {
+      std::lock_guard lock(mutex_);
+      completed_ = std::max(completed_, generation);
+      when_ = Clock::now();
+    }
+    cv_.notify_all();
+  }
+  void wait_for(uint64_t generation) {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return completed_ >= generation; });
+  }
+  Clock::time_point when() const {
+    std::lock_guard lock(mutex_);
+    SA_CHECK(completed_ > 0, "elapsed time of an event that never completed");
+    return when_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  uint64_t completed_ = 0;
+  Clock::time_point when_;
+};
+
+const HostEvent& host_event(const Event& e) {
+  return static_cast<const HostEvent&>(e);
+}
+
+class HostBackend final : public Backend {
+ public:
+  explicit HostBackend(const HostBackendOptions& o)
+      : options_(o), pacer_(o.link, o.time_scale, o.pace) {}
+  ~HostBackend() override {
+    // The workers join in their destructors; make sure nothing still runs
+    // against buffers owned elsewhere.
+    for (auto& w : workers_)
+      try {
+        w.drain();
+      } catch (...) {
+      }
+  }
+
+  std::string name() const override { return "host"; }
+  std::string device_name() const override { return "host memory arena"; }
+  int64_t device_memory_bytes() const override { return options_.link.memory_bytes; }
+
+  Buffer alloc_device(int64_t bytes) override { return alloc(bytes, "device arena"); }
+  Buffer alloc_host(int64_t bytes) override { return alloc(bytes, "host buffer"); }
+
+  std::unique_ptr<Event> create_event() override { return std::make_unique<HostEvent>(); }
+
+  void record(Stream s, Event& e) override {
+    auto& ev = static_cast<HostEvent&>(e);
+    const uint64_t generation = ++ev.recorded;
+    worker(s).submit([&ev, generation] { ev.complete(generation); });
+  }
+
+  void wait(Stream s, const Event& e) override {
+    auto& ev = const_cast<HostEvent&>(host_event(e));
+    const uint64_t generation = ev.recorded;
+    if (generation == 0) return;
+    worker(s).submit([&ev, generation] { ev.wait_for(generation); });
+  }
+
+  double elapsed_us(const Event& from, const Event& to) override {
+    return to_us(host_event(to).when() - host_event(from).when());
+  }
+
+  void synchronize() override {
+    std::exception_ptr first;
+    for (auto& w : workers_) {
+      try {
+        w.drain();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
+  }
+
+  void copy_h2d(std::byte* device, const std::byte* host, int64_t bytes) override {
+    worker(Stream::kH2D).submit([this, device, host, bytes] {
+      pacer_.copy(Direction::kH2D, device, host, bytes);
+    });
+  }
+  void copy_d2h(std::byte* host, const std::byte* device, int64_t bytes) override {
+    worker(Stream::kD2H).submit([this, device, host, bytes] {
+      pacer_.copy(Direction::kD2H, host, device, bytes);
+    });
+  }
+
+  void load_kernels(const KernelTable& table, std::byte* arena, int num_slots) override {
+    SA_CHECK(num_slots >= table.num_slots, "{} slots for a table that writes {}", num_slots,
+             table.num_slots);
+    table_ = table;
+    arena_ = arena;
+    slots_.assign(num_slots, 0);
+  }
+
+  void clear_slots() override {
+    worker(Stream::kCompute).submit([this] { std::fill(slots_.begin(), slots_.end(), 0); });
+  }
+
+  void launch_op(int32_t op, double duration_us) override {
+    SA_CHECK(arena_ != nullptr && op >= 0 && op + 1 < static_cast<int>(table_.op_begin.size()),
+             "launch_op({}) without a kernel table for it", op);
+    worker(Stream::kCompute).submit([this, op, duration_us] {
+      const auto start = Clock::now();
+      if (options_.kernel) {
+        options_.kernel(op, table_.of(op), arena_);
+      } else {
+        synthetic::BufferMem mem{arena_};
+        synthetic::run_op(op, table_.of(op), mem, slots_.data());
+      }
+      if (duration_us > 0) sleep_until_precise(start + from_us(duration_us));
+    });
+  }
+
+  void launch_checksum(const std::byte* device, int64_t bytes, int32_t slot) override {
+    SA_CHECK(slot >= 0 && slot < static_cast<int>(slots_.size()), "checksum slot {} of {}", slot,
+             slots_.size());
+    worker(Stream::kCompute).submit([this, device, bytes, slot] {
+      slots_[slot] = synthetic::checksum_buffer(device, bytes);
+    });
+  }
+
+  std::vector<uint64_t> read_slots() override { return slots_; }
+
+  void delay(Stream s, double us) override {
+    worker(s).submit([us] { sleep_until_precise(Clock::now() + from_us(us)); });
+  }
+
+ private:
+  StreamWorker& worker(Stream s) {
+    SA_CHECK(s != Stream::kNone, "work issued on no stream");
+    return workers_[static_cast<int>(s)];
+  }
+
+  Buffer alloc(int64_t bytes, const char* what) {
+    SA_CHECK(bytes >= 0, "negative allocation");
+    // Exactly `bytes` (at least one, so that the pointer is distinct).
+    auto* p =
+        static_cast<std::byte*>(std::malloc(static_cast<size_t>(std::max<int64_t>(bytes, 1))));
+    if (!p)
+      throw Error(fmt::format("cannot allocate the {} of {} bytes in host memory", what, bytes));
+    if (options_.prefault) std::memset(p, 0, static_cast<size_t>(bytes));
+    return Buffer(p, bytes, [](std::byte* q) { std::free(q); });
+  }
+
+  HostBackendOptions options_;
+  LinkPacer pacer_;
+  KernelTable table_;
+  std::byte* arena_ = nullptr;
+  std::vector<uint64_t> slots_;        // written by the compute thread only
+  StreamWorker workers_[kNumStreams];  // last: they stop before the rest goes
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_host_backend(const HostBackendOptions& options) {
+  return std::make_unique<HostBackend>(options);
+}
+
+}  // namespace sa::runtime

@@ -1,0 +1,117 @@
+// `swapadvisor run` and `swapadvisor bandwidth` end to end.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "baselines/baselines.h"
+#include "graph/graph_io.h"
+#include "graph/stats.h"
+#include "plan/plan_io.h"
+#include "plan/problem.h"
+#include "random_graph.h"
+#include "runtime/cuda_backend.h"
+#include "runtime_test_util.h"
+
+namespace sa::runtime {
+namespace {
+
+using sa::testing::run_cli;
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char name[] = "/tmp/sa_run_cli_XXXXXX";
+    path = mkdtemp(name);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string operator/(const std::string& f) const { return (path / f).string(); }
+};
+
+// A random graph at 60% of its peak live bytes and its odswap plan.
+struct Files {
+  TempDir dir;
+  std::string graph, plan;
+  Graph g;
+  Plan p;
+  Files() {
+    g = testing::random_graph(10, 7);
+    for (Tensor& t : g.tensors)
+      t.bytes *= 37;
+    const DeviceProfile d = load_device("v100-16gb");
+    const Problem pb(g, d, peak_live_bytes(g) * 6 / 10);
+    MethodResult m = run_baseline("odswap", pb);
+    EXPECT_TRUE(m.feasible) << m.why;
+    p = std::move(m.plan);
+    graph = dir / "g.json";
+    plan = dir / "p.json";
+    write_graph(g, graph);
+    write_plan(g, p, plan);
+  }
+};
+
+TEST(RuntimeCli, RunPrintsJson) {
+  Files f;
+  const auto r = run_cli("run " + f.graph + " " + f.plan + " --iterations 2 --no-pace --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"measured_us", "simulated_us", "swap_in_bytes", "swap_out_bytes",
+                          "peak_device_bytes", "memory_budget_bytes", "integrity"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["integrity"], "ok");
+  EXPECT_EQ(j["memory_budget_bytes"], f.p.memory_budget);
+  EXPECT_LE(j["peak_device_bytes"].get<int64_t>(), f.p.memory_budget);
+  EXPECT_EQ(j["swap_in_bytes"], plan_traffic(f.g, f.p).swap_in_bytes);
+  EXPECT_GT(j["simulated_us"].get<double>(), 0);
+}
+
+TEST(RuntimeCli, RunPrintsAReport) {
+  Files f;
+  const auto r = run_cli("run " + f.graph + " " + f.plan + " --time-scale 0.5");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("measured / simulated = "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("integrity   ok"), std::string::npos) << r.out;
+}
+
+TEST(RuntimeCli, RunRefusesAnInvalidPlan) {
+  Files f;
+  // The first swap-out of an activation becomes a drop: its value is lost.
+  for (Step& s : f.p.steps)
+    if (s.kind == StepKind::kSwapOut && is_transient(f.g.tensors[s.subject].kind)) {
+      s.kind = StepKind::kDrop;
+      break;
+    }
+  write_plan(f.g, f.p, f.plan);
+  const auto r = run_cli("run " + f.graph + " " + f.plan + " --no-pace");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("the plan is not valid"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("drop"), std::string::npos) << r.err;
+}
+
+TEST(RuntimeCli, CudaWithoutAGpuIsAClearError) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present";
+  Files f;
+  const auto r = run_cli("run " + f.graph + " " + f.plan + " --backend cuda");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("CUDA"), std::string::npos) << r.err;
+}
+
+// The host backend's paced link, measured and written as a profile.
+TEST(RuntimeCli, BandwidthWritesAProfile) {
+  TempDir dir;
+  const std::string out = dir / "profile.json";
+  const auto r = run_cli(
+      "bandwidth --backend host --link v100-16gb --time-scale 50 --bytes 4MiB --repeats 3 -o " +
+      out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const DeviceProfile d = load_device(out);
+  EXPECT_NEAR(d.h2d_gbps, 12, 1.8);
+  EXPECT_NEAR(d.d2h_gbps, 12, 1.8);
+  EXPECT_NEAR(d.duplex_gbps, 20, 3);
+  EXPECT_GT(d.peak_tflops, 0);  // from the base profile
+}
+
+}  // namespace
+}  // namespace sa::runtime

@@ -1,0 +1,161 @@
+// Random graphs with random budgets, planned by the swap planner, every
+// baseline and a short search, run on the host backend: every run keeps its
+// data (integrity ok) and its device memory within the budget.
+//
+//   SA_TEST_SEED=N       another seed (the default is fixed; the seed is printed)
+//   SA_STRESS_GRAPHS=N   another number of graphs (default 200; 60 under TSan)
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+
+#include "baselines/baselines.h"
+#include "graph/dataflow.h"
+#include "graph/stats.h"
+#include "plan/allocation.h"
+#include "plan/problem.h"
+#include "plan/swap_planner.h"
+#include "plan/verify.h"
+#include "random_graph.h"
+#include "runtime/executor.h"
+#include "runtime/host_backend.h"
+#include "search/ga.h"
+#include "util/error.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define SA_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SA_UNDER_TSAN 1
+#endif
+#endif
+
+namespace sa::runtime {
+namespace {
+
+uint64_t env_or(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+#ifdef SA_UNDER_TSAN
+constexpr uint64_t kDefaultGraphs = 60;
+#else
+constexpr uint64_t kDefaultGraphs = 200;
+#endif
+
+// Maps the generator's sizes (64 B .. 1 KiB) to larger and odd ones now and
+// then, so that samples span several pages and objects sit at unaligned
+// offsets.
+void rescale(Graph& g, std::mt19937_64& rng) {
+  static constexpr int64_t kFactors[] = {1, 1, 9, 37, 301};
+  const int64_t factor = kFactors[rng() % 5];
+  const int64_t odd = (rng() % 3 == 0) ? 3 : 0;
+  for (Tensor& t : g.tensors)
+    t.bytes = t.bytes * factor + odd;
+  for (Op& op : g.ops)
+    if (op.workspace_bytes > 0) op.workspace_bytes = op.workspace_bytes * factor + odd;
+}
+
+MethodResult plan_with_swap_planner(const Problem& pb) {
+  MethodResult r;
+  r.name = "swap-planner";
+  const std::vector<OpId> order = program_order(pb.graph.num_ops());
+  Allocation a;
+  if (!default_allocation(pb.graph, pb.sizes, order, pb.budget, &a, &r.why)) return r;
+  SwapPlanner planner(pb.graph, pb.sizes, pb.op_us, pb.device);
+  r.feasible = planner.plan(order, a, pb.budget, {}, &r.plan, &r.why);
+  return r;
+}
+
+MethodResult plan_with_search(const Problem& pb, uint64_t seed) {
+  SearchOptions o;
+  o.population = 16;
+  o.max_evaluations = 48;
+  o.threads = 1;
+  o.seed = seed;
+  MethodResult r;
+  r.name = "swapadvisor";
+  try {
+    SearchResult s = search(pb.graph, pb.dataflow, pb.device, pb.op_us, pb.budget, o);
+    r.feasible = true;
+    r.plan = std::move(s.plan);
+  } catch (const Error& e) {  // no pool of its classes fits the budget
+    r.why = e.what();
+  }
+  return r;
+}
+
+TEST(RuntimeStress, RandomGraphsKeepTheirDataWithinBudget) {
+  const uint64_t seed = env_or("SA_TEST_SEED", 20251202);
+  const uint64_t graphs = env_or("SA_STRESS_GRAPHS", kDefaultGraphs);
+  std::printf("RuntimeStress: SA_TEST_SEED=%llu, %llu graphs\n",
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(graphs));
+  std::mt19937_64 rng(seed);
+  const DeviceProfile device = load_device("v100-16gb");
+  auto backend = make_host_backend({});  // unpaced; kernels at time scale 0
+  RunOptions ro;
+  ro.iterations = 2;
+  ro.time_scale = 0;
+  std::map<std::string, int> runs;
+  int failures = 0;
+  for (uint64_t i = 0; i < graphs && failures < 5; ++i) {
+    testing::RandomGraphOptions go;
+    go.layers = 2 + static_cast<int>(rng() % 11);
+    go.seed = rng();
+    Graph g = testing::random_graph(go);
+    rescale(g, rng);
+    const int64_t lo = min_budget(g);
+    const int64_t hi =
+        peak_live_bytes(g) * 3 / 2;  // above the peak too: the rule-based baselines fit
+    const double f = static_cast<double>(rng() % 1001) / 1000.0;
+    const int64_t budget =
+        lo + static_cast<int64_t>(f * static_cast<double>(std::max<int64_t>(hi - lo, 0)));
+    const std::string where = "graph " + std::to_string(i) + " (layers " +
+                              std::to_string(go.layers) + ", seed " + std::to_string(go.seed) +
+                              ", budget " + std::to_string(budget) + " B)";
+    const Problem pb(g, device, budget);
+    std::vector<MethodResult> plans;
+    plans.push_back(plan_with_swap_planner(pb));
+    for (const std::string& name : baseline_names())
+      plans.push_back(run_baseline(name, pb));
+    plans.push_back(plan_with_search(pb, go.seed));
+    for (const MethodResult& m : plans) {
+      if (!m.feasible) continue;
+      const VerifyResult v = verify_plan(g, m.plan);
+      if (!v.ok) {
+        ADD_FAILURE() << where << ", " << m.name
+                      << ": the plan fails verification: " << v.violation;
+        ++failures;
+        continue;
+      }
+      // Every plan but ideal's (unlimited memory) is within the problem's budget.
+      const int64_t limit = m.name == "ideal" ? m.plan.memory_budget : budget;
+      EXPECT_LE(m.plan.memory_budget, limit) << where << ", " << m.name;
+      const RunResult r = run_plan(*backend, g, m.plan, pb.op_us, ro);
+      ++runs[m.name];
+      if (!r.integrity_ok || r.peak_device_bytes > limit || r.arena_bytes != m.plan.memory_budget ||
+          r.pool_end_bytes > limit) {
+        ADD_FAILURE() << where << ", " << m.name << ": integrity " << r.integrity << ", peak "
+                      << r.peak_device_bytes << " B, arena " << r.arena_bytes << " B, pool end "
+                      << r.pool_end_bytes << " B";
+        ++failures;
+      }
+    }
+  }
+  int total = 0;
+  for (const auto& [name, n] : runs) {
+    std::printf("RuntimeStress: %-13s %d runs\n", name.c_str(), n);
+    total += n;
+  }
+  std::printf("RuntimeStress: %d runs with integrity ok and within budget\n", total);
+  EXPECT_GT(runs["swapadvisor"], 0);
+  EXPECT_GT(runs["odswap"], 0);
+}
+
+}  // namespace
+}  // namespace sa::runtime
