@@ -818,7 +818,10 @@
     if (tensorRow) tensorRow.click();
     const stallRow = document.querySelector("#stalls tr[data-stall]");
     if (stallRow) stallRow.click();
-    fire(c, "pointermove", at(0.5), r.top + LANES[1].y + LANES[1].h / 2);
+    // Undo the click's smooth scroll, then hover a swap-in for a tooltip.
+    window.scrollTo({ top: 0, behavior: "instant" });
+    const r2 = c.getBoundingClientRect();
+    fire(c, "pointermove", at(0.5) - r.left + r2.left, r2.top + LANES[1].y + LANES[1].h / 2);
     drawAll();
     document.body.setAttribute("data-selftest", "ok tooltips:" + tips);
   }
