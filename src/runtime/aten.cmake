@@ -1,21 +1,27 @@
 # The ATen kernel backend (runtime/aten_kernels.h), included from
 # src/runtime/CMakeLists.txt. The exec-file reader, the values file and the
 # program-order runner are always built; the kernels themselves only when
-# libtorch was found (SA_HAVE_TORCH, cmake/torch.cmake), in their own library
-# so that libtorch's flags reach only that translation unit.
+# libtorch was found (SA_HAVE_TORCH, cmake/torch.cmake), as a plugin that the
+# core loads on first use (aten_loader.cpp).
 target_sources(swapadvisor_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/aten_program.cpp
                                         ${CMAKE_CURRENT_LIST_DIR}/values_file.cpp
                                         ${CMAKE_CURRENT_LIST_DIR}/aten_runner.cpp
                                         ${CMAKE_CURRENT_LIST_DIR}/aten_run.cpp)
+target_sources(swapadvisor_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/aten_loader.cpp)
+target_link_libraries(swapadvisor_core PUBLIC ${CMAKE_DL_LIBS})
 if(SA_HAVE_TORCH)
-  add_library(swapadvisor_aten STATIC ${CMAKE_CURRENT_LIST_DIR}/aten_kernels.cpp)
-  target_include_directories(swapadvisor_aten PRIVATE ${PROJECT_SOURCE_DIR}/src)
-  target_link_libraries(swapadvisor_aten PUBLIC ${TORCH_LIBRARIES} PRIVATE nlohmann_json::nlohmann_json
-                                                                           fmt::fmt)
+  # A plugin, loaded only by `run --kernels aten` (Note [ATen plugin]): libtorch's
+  # static initialisation costs most of a second per process. It carries its own
+  # copy of the core code it uses, so the core is position-independent.
+  add_library(swapadvisor_aten MODULE ${CMAKE_CURRENT_LIST_DIR}/aten_kernels.cpp)
+  set_target_properties(swapadvisor_aten PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})
+  set_target_properties(swapadvisor_core PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_link_libraries(swapadvisor_aten PRIVATE swapadvisor_core ${TORCH_LIBRARIES})
+  # Only sa_aten_plugin is exported; the core's copy stays private to the plugin.
+  target_link_options(swapadvisor_aten PRIVATE -Wl,--exclude-libs,ALL -Wl,--no-undefined)
   # libtorch's headers are not warning-clean under -Wextra
   target_compile_options(swapadvisor_aten PRIVATE -Wno-unused-parameter -Wno-missing-field-initializers
                                                   -Wno-deprecated-declarations)
-  target_link_libraries(swapadvisor_core PUBLIC swapadvisor_aten)
-else()
-  target_sources(swapadvisor_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/aten_stub.cpp)
+  target_compile_definitions(swapadvisor_core
+                             PRIVATE SA_ATEN_PLUGIN_PATH="${PROJECT_BINARY_DIR}/libswapadvisor_aten.so")
 endif()

@@ -526,13 +526,15 @@ class TorchKernels final : public AtenKernels {
 
 }  // namespace
 
-bool aten_available() {
-  return true;
-}
-
-std::unique_ptr<AtenKernels> make_aten_kernels(const Graph& g, const AtenProgram& p,
-                                               const AtenOptions& o) {
+static std::unique_ptr<AtenKernels> make_torch_kernels(const Graph& g, const AtenProgram& p,
+                                                       const AtenOptions& o) {
   return std::make_unique<TorchKernels>(g, p, o);
 }
 
 }  // namespace sa::runtime
+
+extern "C" __attribute__((visibility("default"))) const sa::runtime::AtenPlugin* sa_aten_plugin() {
+  static const sa::runtime::AtenPlugin plugin{sa::runtime::kAtenPluginAbi, SA_VERSION,
+                                              &sa::runtime::make_torch_kernels};
+  return &plugin;
+}

@@ -72,13 +72,36 @@ class AtenKernels {
   virtual std::string description() const = 0;  // "libtorch 1.13.0 on cpu, 2 threads"
 };
 
-// True when swapadvisor was built with libtorch (SA_WITH_TORCH).
-bool aten_available();
+// Note [ATen plugin]
+// ------------------
+// The kernels live in a plugin, libswapadvisor_aten.so, built when libtorch
+// is found (SA_WITH_TORCH) and loaded (dlopen) on first use by
+// runtime/aten_loader.cpp. Loading libtorch costs most of a second of static
+// initialisation (operator registration), which every command and every test
+// process would otherwise pay; now only `run --kernels aten` does. The plugin
+// is looked up at $SA_ATEN_PLUGIN, then beside the executable, then where
+// this build put it. It must come from the same build as the program (it
+// shares these types); kAtenPluginAbi catches a stale one.
 
-// Throws sa::Error when built without libtorch, when the device is not
-// available, or when this libtorch lacks one of the program's operators.
+// True when the plugin loads (the first call loads it).
+bool aten_available();
+// Why it does not (empty when it does).
+std::string aten_unavailable_reason();
+
+// Throws sa::Error when the plugin does not load (built without libtorch),
+// when the device is not available, or when this libtorch lacks one of the
+// program's operators.
 std::unique_ptr<AtenKernels> make_aten_kernels(const Graph& g, const AtenProgram& p,
                                                const AtenOptions& o);
+
+// What the plugin exports (extern "C" sa_aten_plugin()).
+inline constexpr int kAtenPluginAbi = 1;
+struct AtenPlugin {
+  int abi = kAtenPluginAbi;
+  const char* version = "";  // swapadvisor's version, as built
+  std::unique_ptr<AtenKernels> (*make)(const Graph&, const AtenProgram&,
+                                       const AtenOptions&) = nullptr;
+};
 
 // The captured step run in program order with every tensor in its own
 // buffer (no plan, no swapping): the reference the planned runs are
@@ -93,3 +116,5 @@ ProgramOrderResult run_program_order(const Graph& g, const AtenProgram& p,
                                      const AtenOptions& o);
 
 }  // namespace sa::runtime
+
+extern "C" const sa::runtime::AtenPlugin* sa_aten_plugin();

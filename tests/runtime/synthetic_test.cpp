@@ -30,7 +30,9 @@ TEST(RuntimeSynthetic, SamplesCoverEveryPageWithoutOverlap) {
       pages.insert(off / kPageBytes);
     }
     EXPECT_TRUE(seen.count(0)) << bytes;
-    if (bytes >= 8) EXPECT_TRUE(seen.count(8 * (bytes / 8 - 1))) << bytes;
+    if (bytes >= 8) {
+      EXPECT_TRUE(seen.count(8 * (bytes / 8 - 1))) << bytes;
+    }
     for (int64_t p = 0; p < bytes / kPageBytes; ++p)
       EXPECT_TRUE(pages.count(p)) << bytes << ": page " << p << " has no sample";
   }

@@ -68,7 +68,9 @@ TEST_P(ZooGraph, FollowsTheRules) {
       n *= d;
     const int64_t width = tensor.dtype == "float32" ? 4 : tensor.dtype == "int64" ? 8 : 1;
     EXPECT_EQ(n * width, tensor.bytes) << "tensor " << t << " " << tensor.name;
-    if (is_transient(tensor.kind)) EXPECT_GE(accesses[t], 2) << "tensor " << t << " never read";
+    if (is_transient(tensor.kind)) {
+      EXPECT_GE(accesses[t], 2) << "tensor " << t << " never read";
+    }
   }
 
   // One update op per param, updating the param and its optimizer state
