@@ -213,5 +213,24 @@ TEST(AtenKernels, WithoutLibtorchSaysSo) {
   }
 }
 
+// The plugin (Note [ATen plugin]) missing where SA_ATEN_PLUGIN points is a
+// clear error naming the path, not a crash or a silent fallback.
+TEST(AtenPlugin, AMissingPluginIsAClearError) {
+  const std::string graph = capture("tiny_cnn", "graph.json.gz");
+  const std::string plan = ::testing::TempDir() + "/sa_aten_plugin_plan.json";
+  const auto planned = sa::testing::run_cli("plan " + graph +
+                                            " --device v100-16gb --memory-fraction 0.6 "
+                                            "--evaluations 20 -o " +
+                                            plan);
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  setenv("SA_ATEN_PLUGIN", "/nonexistent/libswapadvisor_aten.so", 1);
+  const auto r = sa::testing::run_cli("run " + graph + " " + plan + " --kernels aten");
+  unsetenv("SA_ATEN_PLUGIN");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent/libswapadvisor_aten.so: not found"), std::string::npos)
+      << r.err;
+  std::remove(plan.c_str());
+}
+
 }  // namespace
 }  // namespace sa::runtime
