@@ -1,6 +1,9 @@
 // `swapadvisor run`: execute a plan on the host-emulated device or a CUDA GPU,
 // with its data integrity checked against an unconstrained run.
 
+#include <algorithm>
+#include <vector>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +21,13 @@
 
 namespace sa::cli {
 namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
 
 struct RunArgs {
   std::string graph;
@@ -80,6 +90,17 @@ void run_run(const RunArgs& args) {
   const double measured_us = r.median_wall_us() / scale;
   const double ratio = s.iteration_us > 0 ? measured_us / s.iteration_us : 0;
   const bool paced = args.backend == "host" && args.pace && args.time_scale > 0;
+  // Host kernels that ran past their op's duration (Note [Time scale] in
+  // runtime/executor.h): the median iteration's, in device time.
+  const double overrun_us = median(r.kernel_overrun_wall_us) / scale;
+  const double late_kernels =
+      median(std::vector<double>(r.late_kernels.begin(), r.late_kernels.end()));
+  if (overrun_us > 0.01 * measured_us)
+    print_warnings({fmt::format(
+        "the host's synthetic kernels ran {} per iteration past their ops' times ({:.1f}% of the "
+        "measured time, {:.0f} ops late): --time-scale {} is too small for this host, and the "
+        "measured time includes what of it the copies did not hide",
+        format_us(overrun_us), 100 * overrun_us / measured_us, late_kernels, args.time_scale)});
   if (args.json) {
     nlohmann::json j = {{"graph", g.name},
                         {"method", p.method},
@@ -100,6 +121,9 @@ void run_run(const RunArgs& args) {
                         {"pool_bytes", p.pool.total_bytes()},
                         {"host_bytes", r.host_bytes},
                         {"safety_waits", r.safety_waits},
+                        {"late_kernels", r.late_kernels},
+                        {"kernel_overrun_wall_us", r.kernel_overrun_wall_us},
+                        {"kernel_overrun_us", overrun_us},
                         {"integrity", r.integrity}};
     fmt::print("{}\n", j.dump(2));
   } else {
@@ -120,6 +144,10 @@ void run_run(const RunArgs& args) {
                device.name, ratio);
     fmt::print("swapped     {} in, {} out per iteration\n", format_bytes(r.swap_in_bytes),
                format_bytes(r.swap_out_bytes));
+    if (args.backend == "host")
+      fmt::print(
+          "late ops    {:.0f} kernels ran past their op time, by {} in all per iteration{}\n",
+          late_kernels, format_us(overrun_us), scale != 1 ? " (device time)" : "");
     fmt::print("device      peak {} in use; arena {} (the budget), pool {}\n",
                format_bytes(r.peak_device_bytes), format_bytes(r.arena_bytes),
                format_bytes(p.pool.total_bytes()));

@@ -122,6 +122,17 @@ class Backend {
 
   // Keeps stream s busy for `us` microseconds (tests, measurements).
   virtual void delay(Stream s, double us) = 0;
+
+  // The op kernels that ran longer than the duration launch_op gave them
+  // since the last call, and by how much in all (wall time), then starts
+  // counting again (streams idle). Only the host backend counts: its kernels
+  // run on a CPU thread and can be slower than the op they stand for; a CUDA
+  // kernel's duration is a minimum too, but it is not measured.
+  struct KernelOverrun {
+    int kernels = 0;
+    double wall_us = 0;
+  };
+  virtual KernelOverrun take_kernel_overrun() { return {}; }
 };
 
 }  // namespace sa::runtime

@@ -52,8 +52,12 @@ class Executor {
       r_.integrity_checked = true;
     }
     for (int it = 0; it < o_.iterations; ++it) {
+      b_.take_kernel_overrun();  // not the warm-up's
       issue_iteration();
       b_.synchronize();
+      const Backend::KernelOverrun late = b_.take_kernel_overrun();
+      r_.late_kernels.push_back(late.kernels);
+      r_.kernel_overrun_wall_us.push_back(late.wall_us);
       collect_timing();
       if (o_.check_integrity && r_.integrity_ok) check(it, ref);
     }

@@ -51,6 +51,22 @@
 // timeline (step end: its event; start: when its stream and its waits were
 // done) gives the device bytes in use over time as the simulator computes
 // them (memory_profile in plan/simulator.h).
+//
+// Note [Time scale]
+// -----------------
+// RunOptions::time_scale stretches every op: its kernel is launched with a
+// duration of op_us x time_scale, and the host backend's paced copies are
+// stretched alike (Note [Paced copies], runtime/link_pacer.h), so the wall
+// time divided by the scale is comparable with the simulated iteration. On
+// the host backend an op lasts max(its kernel's CPU time, that duration): the
+// compute thread runs the synthetic kernel, then sleeps out the rest. The
+// kernel touches a few words per 4 KiB page of every tensor the op accesses,
+// each a cache and TLB miss (tens of ns), so a memory-bound op on a large
+// tensor, which a GPU finishes in a few hundred us, needs a scale of about
+// 20 or more for its kernel to fit. An op whose kernel does not fit is late;
+// RunResult::late_kernels and kernel_overrun_wall_us say how late, and a
+// measured time above the simulated one with a large overrun means the scale
+// is too small for this host, not that the plan is slow.
 
 #include <cstddef>
 #include <cstdint>
@@ -89,6 +105,10 @@ struct RunResult {
   int64_t pool_end_bytes = 0;             // the end of the last object in the arena
   int64_t host_bytes = 0;                 // host storage
   int safety_waits = 0;                   // per iteration (Note [Executing a plan])
+  // Per iteration: the op kernels that ran past their op's duration, and by
+  // how much in all (wall us); host backend only (Backend::take_kernel_overrun).
+  std::vector<int> late_kernels;
+  std::vector<double> kernel_overrun_wall_us;
   bool integrity_checked = false;
   bool integrity_ok = true;
   std::string integrity = "ok";      // "ok", or the first difference

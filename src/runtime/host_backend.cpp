@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "runtime/clock.h"
 #include "runtime/link_pacer.h"
@@ -136,9 +137,18 @@ class HostBackend final : public Backend {
         synthetic::BufferMem mem{arena_};
         synthetic::run_op(op, table_.of(op), mem, slots_.data());
       }
-      if (duration_us > 0) sleep_until_precise(start + from_us(duration_us));
+      if (duration_us <= 0) return;
+      const double kernel_us = to_us(Clock::now() - start);
+      if (kernel_us > duration_us) {  // late (Note [Time scale] in runtime/executor.h)
+        ++overrun_.kernels;
+        overrun_.wall_us += kernel_us - duration_us;
+      } else {
+        sleep_until_precise(start + from_us(duration_us));
+      }
     });
   }
+
+  KernelOverrun take_kernel_overrun() override { return std::exchange(overrun_, {}); }
 
   void launch_checksum(const std::byte* device, int64_t bytes, int32_t slot) override {
     SA_CHECK(slot >= 0 && slot < static_cast<int>(slots_.size()), "checksum slot {} of {}", slot,
@@ -176,6 +186,7 @@ class HostBackend final : public Backend {
   KernelTable table_;
   std::byte* arena_ = nullptr;
   std::vector<uint64_t> slots_;        // written by the compute thread only
+  KernelOverrun overrun_;              // written by the compute thread only
   StreamWorker workers_[kNumStreams];  // last: they stop before the rest goes
 };
 

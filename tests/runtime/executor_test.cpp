@@ -39,6 +39,8 @@ TEST(RuntimeExecutor, SwapChainKeepsItsData) {
   EXPECT_LE(r.peak_device_bytes, r.arena_bytes);
   EXPECT_GT(r.peak_device_bytes, 0);
   EXPECT_EQ(r.safety_waits, 0);
+  EXPECT_EQ(r.late_kernels.size(), 3u);  // per iteration
+  EXPECT_EQ(r.kernel_overrun_wall_us.size(), 3u);
 }
 
 double fastest(const RunResult& r) {

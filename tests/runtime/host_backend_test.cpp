@@ -58,6 +58,35 @@ TEST(RuntimeHostBackend, AllocatesExactlyWhatIsAsked) {
   EXPECT_NE(a.data(), nullptr);
 }
 
+// A kernel slower than its op's duration is counted as late (Note [Time
+// scale]): an output of 64 MiB (32,770 samples, each a cache miss) cannot be
+// written in 1 us; one of 64 bytes easily fits in 20 ms.
+TEST(RuntimeHostBackend, LateKernelsAreCounted) {
+  auto b = make_host_backend({});
+  const int64_t big = 64 << 20, small = 64;
+  Buffer dev = b->alloc_device(big + small);
+  using synthetic::KernelAccess;
+  using synthetic::Role;
+  KernelTable table;
+  table.accesses = {KernelAccess{0, big, Role::kOutput, 0, 0, 0, 0},
+                    KernelAccess{big, small, Role::kOutput, 0, 1, 0, 1}};
+  table.op_begin = {0, 1, 2};
+  table.num_slots = 2;
+  b->load_kernels(table, dev.data(), 2);
+  b->launch_op(0, 1);
+  b->synchronize();
+  const Backend::KernelOverrun late = b->take_kernel_overrun();
+  EXPECT_EQ(late.kernels, 1);
+  EXPECT_GT(late.wall_us, 0);
+  const Backend::KernelOverrun again = b->take_kernel_overrun();
+  EXPECT_EQ(again.kernels, 0);  // counting starts again
+  EXPECT_EQ(again.wall_us, 0);
+  b->launch_op(1, 20000);
+  b->launch_op(1, 0);  // no duration: never late
+  b->synchronize();
+  EXPECT_EQ(b->take_kernel_overrun().kernels, 0);
+}
+
 // The best of three measurements: a loaded machine can only make copies
 // slower than the pacer wants, never faster.
 LinkMeasurement best_of_three(Backend& b, int64_t bytes, int repeats) {
