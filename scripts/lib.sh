@@ -31,12 +31,15 @@ ensure_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
-# build DIR [cmake args...]: configure once, then build incrementally.
+# build DIR [cmake args...]: configure once, then build incrementally; only the
+# targets in the array SA_TARGETS when it is set.
 build() {
   local dir="$1"
   shift
   if [ ! -f "$ROOT/$dir/build.ninja" ]; then
     cmake -S "$ROOT" -B "$ROOT/$dir" -G Ninja "$@" >&2
   fi
-  cmake --build "$ROOT/$dir" -j "$JOBS" >&2
+  local targets=()
+  [ -z "${SA_TARGETS+x}" ] || targets=(--target "${SA_TARGETS[@]}")
+  cmake --build "$ROOT/$dir" -j "$JOBS" "${targets[@]}" >&2
 }
