@@ -58,13 +58,15 @@
 // duration of op_us x time_scale, and the host backend's paced copies are
 // stretched alike (Note [Paced copies], runtime/link_pacer.h), so the wall
 // time divided by the scale is comparable with the simulated iteration. On
-// the host backend an op lasts max(its kernel's CPU time, that duration): the
-// compute thread runs the synthetic kernel, then sleeps out the rest. The
-// kernel touches a few words per 4 KiB page of every tensor the op accesses,
-// each a cache and TLB miss (tens of ns), so a memory-bound op on a large
-// tensor, which a GPU finishes in a few hundred us, needs a scale of about
-// 20 or more for its kernel to fit. An op whose kernel does not fit is late;
-// RunResult::late_kernels and kernel_overrun_wall_us say how late, and a
+// the host backend the compute thread runs the synthetic kernel, then sleeps
+// until the op's end on the compute stream's clock (Note [Compute stream
+// clock] in runtime/host_backend.cpp). The kernel touches a few words per
+// 4 KiB page of every tensor the op accesses, each a cache and TLB miss (tens
+// of ns), so a memory-bound op on a large tensor, which a GPU finishes in a
+// few hundred us, needs a scale of 20 to 60 for its kernel to fit. An op
+// whose kernel does not fit is late, and so are the ops after it until they
+// have made the time up; RunResult::late_kernels and kernel_overrun_wall_us
+// say how many kernels ran past their op's duration and by how much. A
 // measured time above the simulated one with a large overrun means the scale
 // is too small for this host, not that the plan is slow.
 

@@ -1,5 +1,6 @@
 #include "runtime/host_backend.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,26 @@
 
 namespace sa::runtime {
 namespace {
+
+// Note [Compute stream clock]
+// ---------------------------
+// A GPU starts an op when the previous op on its stream has finished and the
+// events it waits for have completed. The compute thread does not get there
+// on time: it wakes up some microseconds after an event completes, its
+// sleeps overshoot, and a synthetic kernel can take longer than its op
+// (Note [Time scale] in runtime/executor.h). So the thread keeps the device's
+// clock instead of its own: an op begins at the latest of the previous op's
+// end on that clock (compute_free_), the completion times of the events the
+// stream waited for (compute_ready_, the time the other stream recorded
+// them) and the time it was issued, and ends op time later; the thread
+// sleeps until then if its kernel is done sooner. A late op thus delays the
+// next ones only until they have made the time up, as a late copy chunk does
+// (Note [Paced copies]). The events it records still complete when the
+// thread gets to them, so no other stream sees an op's results early, and
+// every measured time is wall time. Other work on the compute stream
+// (checksums, clearing slots, delays) restarts the clock from when it ends,
+// and so does an event recorded while the stream is idle (the start of an
+// iteration), so that the ops after it are timed from its completion.
 
 // Events as CUDA has them: record() targets the next generation, wait() the
 // latest generation recorded so far. `recorded` belongs to the issuing
@@ -77,6 +98,16 @@ class HostBackend final : public Backend {
   void record(Stream s, Event& e) override {
     auto& ev = static_cast<HostEvent&>(e);
     const uint64_t generation = ++ev.recorded;
+    if (s == Stream::kCompute) {
+      const auto issued = Clock::now();
+      worker(s).submit([this, &ev, generation, issued] {
+        // Issued to an idle stream: the clock restarts from here, so that no
+        // op after it seems to take less than its time since this event.
+        if (compute_free_ < issued) compute_free_ = Clock::now();
+        ev.complete(generation);
+      });
+      return;
+    }
     worker(s).submit([&ev, generation] { ev.complete(generation); });
   }
 
@@ -84,6 +115,13 @@ class HostBackend final : public Backend {
     auto& ev = const_cast<HostEvent&>(host_event(e));
     const uint64_t generation = ev.recorded;
     if (generation == 0) return;
+    if (s == Stream::kCompute) {
+      worker(s).submit([this, &ev, generation] {
+        ev.wait_for(generation);
+        compute_ready_ = std::max(compute_ready_, ev.when());
+      });
+      return;
+    }
     worker(s).submit([&ev, generation] { ev.wait_for(generation); });
   }
 
@@ -123,13 +161,17 @@ class HostBackend final : public Backend {
   }
 
   void clear_slots() override {
-    worker(Stream::kCompute).submit([this] { std::fill(slots_.begin(), slots_.end(), 0); });
+    worker(Stream::kCompute).submit([this] {
+      std::fill(slots_.begin(), slots_.end(), 0);
+      compute_free_ = Clock::now();
+    });
   }
 
   void launch_op(int32_t op, double duration_us) override {
     SA_CHECK(arena_ != nullptr && op >= 0 && op + 1 < static_cast<int>(table_.op_begin.size()),
              "launch_op({}) without a kernel table for it", op);
-    worker(Stream::kCompute).submit([this, op, duration_us] {
+    const auto issued = Clock::now();
+    worker(Stream::kCompute).submit([this, op, duration_us, issued] {
       const auto start = Clock::now();
       if (options_.kernel) {
         options_.kernel(op, table_.of(op), arena_);
@@ -137,14 +179,22 @@ class HostBackend final : public Backend {
         synthetic::BufferMem mem{arena_};
         synthetic::run_op(op, table_.of(op), mem, slots_.data());
       }
-      if (duration_us <= 0) return;
-      const double kernel_us = to_us(Clock::now() - start);
+      const auto end = Clock::now();
+      if (duration_us <= 0) {
+        compute_free_ = end;
+        return;
+      }
+      // Note [Compute stream clock]: the op runs from when the device would
+      // start it, not from when this thread got to it.
+      const auto begin = std::max({compute_free_, compute_ready_, issued});
+      const auto due = begin + from_us(duration_us);
+      const double kernel_us = to_us(end - start);
       if (kernel_us > duration_us) {  // late (Note [Time scale] in runtime/executor.h)
         ++overrun_.kernels;
         overrun_.wall_us += kernel_us - duration_us;
-      } else {
-        sleep_until_precise(start + from_us(duration_us));
       }
+      if (end < due) sleep_until_precise(due);
+      compute_free_ = due;
     });
   }
 
@@ -155,13 +205,17 @@ class HostBackend final : public Backend {
              slots_.size());
     worker(Stream::kCompute).submit([this, device, bytes, slot] {
       slots_[slot] = synthetic::checksum_buffer(device, bytes);
+      compute_free_ = Clock::now();
     });
   }
 
   std::vector<uint64_t> read_slots() override { return slots_; }
 
   void delay(Stream s, double us) override {
-    worker(s).submit([us] { sleep_until_precise(Clock::now() + from_us(us)); });
+    worker(s).submit([this, s, us] {
+      sleep_until_precise(Clock::now() + from_us(us));
+      if (s == Stream::kCompute) compute_free_ = Clock::now();
+    });
   }
 
  private:
@@ -185,8 +239,11 @@ class HostBackend final : public Backend {
   LinkPacer pacer_;
   KernelTable table_;
   std::byte* arena_ = nullptr;
-  std::vector<uint64_t> slots_;        // written by the compute thread only
-  KernelOverrun overrun_;              // written by the compute thread only
+  std::vector<uint64_t> slots_;  // written by the compute thread only
+  KernelOverrun overrun_;        // written by the compute thread only
+  // The compute stream's clock (Note [Compute stream clock]); compute thread only.
+  Clock::time_point compute_free_;     // when the device would have finished its last op
+  Clock::time_point compute_ready_;    // the latest completion of an event it waited for
   StreamWorker workers_[kNumStreams];  // last: they stop before the rest goes
 };
 

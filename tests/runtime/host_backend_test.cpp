@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <span>
+#include <thread>
 #include <vector>
 
 #include "runtime/bandwidth.h"
@@ -85,6 +88,44 @@ TEST(RuntimeHostBackend, LateKernelsAreCounted) {
   b->launch_op(1, 0);  // no duration: never late
   b->synchronize();
   EXPECT_EQ(b->take_kernel_overrun().kernels, 0);
+}
+
+// Note [Compute stream clock]: op 0's kernel takes 10 ms for an op of 1 ms;
+// op 1 (20 ms) makes the lost time up, so both end about 21 ms after the
+// first began, not 30. (Under 27 ms: a loaded machine may add some.)
+TEST(RuntimeHostBackend, ALateOpIsMadeUpByTheNext) {
+  HostBackendOptions o;
+  o.kernel = [](int32_t op, std::span<const synthetic::KernelAccess>, std::byte*) {
+    if (op == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  };
+  auto b = make_host_backend(o);
+  Buffer dev = b->alloc_device(64);
+  b->load_kernels(KernelTable{{}, {0, 0, 0}, 0}, dev.data(), 1);
+  auto begin = b->create_event();
+  auto end = b->create_event();
+  b->record(Stream::kCompute, *begin);
+  b->launch_op(0, 1000);
+  b->launch_op(1, 20000);
+  b->record(Stream::kCompute, *end);
+  b->synchronize();
+  EXPECT_GE(b->elapsed_us(*begin, *end), 21000);
+  EXPECT_LT(b->elapsed_us(*begin, *end), 27000);
+  EXPECT_EQ(b->take_kernel_overrun().kernels, 1);
+}
+
+// The clock never runs ahead of the issuing thread: an op issued after the
+// stream sat idle still takes its whole duration.
+TEST(RuntimeHostBackend, AnOpIssuedLateTakesItsWholeDuration) {
+  auto b = make_host_backend({});
+  Buffer dev = b->alloc_device(64);
+  b->load_kernels(KernelTable{{}, {0, 0}, 0}, dev.data(), 1);
+  b->launch_op(0, 1000);
+  b->synchronize();
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  const auto t0 = std::chrono::steady_clock::now();
+  b->launch_op(0, 20000);
+  b->synchronize();
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(20));
 }
 
 // The best of three measurements: a loaded machine can only make copies
