@@ -25,27 +25,46 @@ TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<cons
       last[x] = std::max(last[x], pos[o]);
     });
   std::vector<int64_t> diff(m + 1, 0);
+  // Persistent bytes accessed after position i: suffix sums by last access.
+  std::vector<int64_t> persistent_last(m + 1, 0);
   for (TensorId x = 0; x < g.num_tensors(); ++x) {
-    if (!is_transient(g.tensors[x].kind) || first[x] < 0) continue;
-    diff[first[x]] += g.tensors[x].bytes;
-    diff[last[x] + 1] -= g.tensors[x].bytes;
+    if (first[x] < 0) continue;
+    if (is_transient(g.tensors[x].kind)) {
+      diff[first[x]] += g.tensors[x].bytes;
+      diff[last[x] + 1] -= g.tensors[x].bytes;
+    } else {
+      persistent_last[last[x]] += g.tensors[x].bytes;
+    }
   }
+  std::vector<int64_t> persistent_after(m + 1, 0);  // accessed at a position > i
+  for (int i = m - 1; i >= 0; --i)
+    persistent_after[i] = persistent_after[i + 1] + persistent_last[i + 1];
   const double out_rate = d.d2h_bytes_per_us(), in_rate = d.h2d_bytes_per_us();
   int64_t live = 0;
+  double before_us = 0;  // compute before position i
   for (int i = 0; i < m; ++i) {
     live += diff[i];
     const Op& op = g.ops[order[i]];
     int64_t touched_persistent = op.workspace_bytes;
+    int64_t touched_later = 0;  // persistent bytes op p touches and a later op too
     for_each_access(op, [&](TensorId x, Access) {
-      if (!is_transient(g.tensors[x].kind)) touched_persistent += g.tensors[x].bytes;
+      if (is_transient(g.tensors[x].kind)) return;
+      touched_persistent += g.tensors[x].bytes;
+      if (last[x] > i) touched_later += g.tensors[x].bytes;
     });
-    const int64_t off = live + touched_persistent - budget;
-    if (off <= 0) continue;
-    const double t = off / out_rate + op_us[order[i]] + off / in_rate;
+    const double op_time = op_us[order[i]];
+    const double after_us = b.compute_us - before_us - op_time;
+    before_us += op_time;
+    // Note [Transfer bound]: out (copied out before p) and in (back after p).
+    const int64_t out = live + touched_persistent - budget;
+    const int64_t in = out + persistent_after[i] - touched_later;
+    if (in <= 0) continue;
+    const double t = std::max(before_us - op_time, std::max<int64_t>(out, 0) / out_rate) + op_time +
+                     std::max(after_us, in / in_rate);
     if (t > b.transfer_us) {
       b.transfer_us = t;
       b.at_op = order[i];
-      b.off_device_bytes = off;
+      b.off_device_bytes = in;
     }
   }
   return b;

@@ -5,18 +5,22 @@
 // Note [Transfer bound]
 // ---------------------
 // Fix the op order. When op p runs, the device holds at most `budget` bytes,
-// among them everything op p touches. Every transient tensor that is live at
-// p (created before p, used again after p) but not on the device was created
-// on the device, so it was copied out before p started, and it is needed
-// later, so it is copied back in after p ended. If H(p) bytes of such
-// tensors must be off the device,
-//     H(p) >= live transient bytes at p + persistent bytes op p touches - budget,
-// then no plan with this order can beat
-//     T >= H(p) / d2h_bandwidth + op p's time + H(p) / h2d_bandwidth,
-// with each direction at its full one-way bandwidth (sharing the duplex link
-// only slows it down). The bound is the maximum over p, and never less than
-// the compute bound (the sum of op times). It holds for plans with this
-// order; another order may have a lower peak.
+// among them everything op p touches (a swap-in holds its object from the
+// moment it starts). Two kinds of bytes are needed again after p:
+//   - transient tensors live at p (created before p, used again after it);
+//   - persistent tensors (parameters, optimizer state, inputs) that some op
+//     after p accesses.
+// Those not on the device during p are copied in after p ends, so
+//     in(p) >= live transient bytes + bytes op p touches
+//                + persistent bytes accessed after p (and not by p) - budget
+// and the iteration lasts at least
+//     max(compute before p, out(p) / d2h) + op p + max(compute after p, in(p) / h2d)
+// where out(p) = in(p) - those persistent bytes: the transient part, which
+// was created on the device and so copied out before p (a persistent tensor
+// may have stayed on the host). Each direction at its full one-way bandwidth
+// (sharing the duplex link only slows it down). The bound is the maximum
+// over p, and never less than the compute bound (the sum of op times). It
+// holds for plans with this order; another order may have a lower peak.
 
 #include <cstdint>
 #include <span>
@@ -30,7 +34,7 @@ struct TimeBound {
   double compute_us = 0;         // sum of op times
   double transfer_us = 0;        // Note [Transfer bound] for the given order
   OpId at_op = kNoOp;            // the op p that gives transfer_us
-  int64_t off_device_bytes = 0;  // H(p)
+  int64_t off_device_bytes = 0;  // in(p)
   double bound_us() const { return compute_us > transfer_us ? compute_us : transfer_us; }
 };
 

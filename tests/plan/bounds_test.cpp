@@ -36,5 +36,33 @@ TEST(Bounds, TransferBoundByHand) {
   EXPECT_EQ(time_bound(b.g, program_order(4), times, d, 300).bound_us(), 4);
 }
 
+// Parameters needed after the peak count too. w (100 B) is read by op0 and
+// op3; budget 250 B. At op2 the live transients a, b, c (300 B) leave at least
+// 50 B of a off the device (copied out before op2: 50 us, but two ops of
+// compute come first only if longer: max(2, 50) = 50), and w is needed by op3
+// but not touched by op2: at least 300 + 100 - 250 = 150 B come in after op2
+// (150 us, more than the 1 us of compute left).
+//   T >= max(2, 50) + 1 + max(1, 150) = 201 us, at op2.
+// Without w the bound there would be 50 + 1 + 50 = 101 us.
+TEST(Bounds, PersistentTensorsNeededLaterCount) {
+  testing::GraphBuilder b;
+  auto w = b.tensor(100, TensorKind::kParam);
+  auto a = b.tensor(100, TensorKind::kActivation);
+  auto bb = b.tensor(100, TensorKind::kActivation);
+  auto c = b.tensor(100, TensorKind::kActivation);
+  b.op({w}, {a});
+  b.op({}, {bb});
+  b.op({bb}, {c});
+  b.op({w, a, c}, {});
+  DeviceProfile d;
+  d.h2d_gbps = d.d2h_gbps = 0.001;
+  d.duplex_gbps = 0.002;
+  const std::vector<double> times(4, 1.0);
+  const TimeBound t = time_bound(b.g, program_order(4), times, d, 250);
+  EXPECT_EQ(t.transfer_us, 201);
+  EXPECT_EQ(t.at_op, 2);
+  EXPECT_EQ(t.off_device_bytes, 150);
+}
+
 }  // namespace
 }  // namespace sa

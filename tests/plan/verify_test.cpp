@@ -25,6 +25,7 @@
 #include "graph/stats.h"
 #include "graph/validate.h"
 #include "plan/allocation.h"
+#include "plan/bounds.h"
 #include "plan/problem.h"
 #include "plan/simulator.h"
 #include "plan/swap_planner.h"
@@ -777,6 +778,11 @@ void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& 
           if (!verify_case(g, p, what, tally)) continue;
           const SimResult s = sim.run(g, p, op_us, dev);
           EXPECT_TRUE(s.ok) << what << ": verified, but the simulator says: " << s.error;
+          // No plan beats the transfer bound of its order (Note [Transfer bound]).
+          const TimeBound tb = time_bound(g, p.order, op_us, dev, budget);
+          EXPECT_GE(s.iteration_us, tb.bound_us() * (1 - 1e-9))
+              << what << ": beats its lower bound (transfer " << tb.transfer_us << " us at op "
+              << tb.at_op << ", " << tb.off_device_bytes << " B in)";
           if (out && rng() % 4 == 0) out->push_back({what, std::move(p)});
         }
       }
