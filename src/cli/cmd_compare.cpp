@@ -66,7 +66,7 @@ void run_compare(const PlanningArgs& args) {
              format_us(problem.ideal_us));
   fmt::print(
       "no plan beats {} ({:.1f}% of ideal) in program order, {} ({:.1f}%) in the searched "
-      "order (transfer bound, docs/bounds)\n\n",
+      "order (transfer bound, docs/results.md)\n\n",
       format_us(program_bound.bound_us()), 100 * problem.ideal_us / program_bound.bound_us(),
       format_us(search_bound.bound_us()), 100 * problem.ideal_us / search_bound.bound_us());
   fmt::print("{:<12} {:>12} {:>10} {:>9} {:>9} {:>9} {:>11}\n", "method", "iteration ms",
