@@ -59,11 +59,11 @@
 // stretched alike (Note [Paced copies], runtime/link_pacer.h), so the wall
 // time divided by the scale is comparable with the simulated iteration. On
 // the host backend the compute thread runs the synthetic kernel, then sleeps
-// until the op's end on the compute stream's clock (Note [Compute stream
-// clock] in runtime/host_backend.cpp). The kernel touches a few words per
-// 4 KiB page of every tensor the op accesses, each a cache and TLB miss (tens
-// of ns), so a memory-bound op on a large tensor, which a GPU finishes in a
-// few hundred us, needs a scale of 20 to 60 for its kernel to fit. An op
+// until the op's end on the compute stream's clock (Note [Stream clocks] in
+// runtime/host_backend.cpp). The kernel touches a few words per 4 KiB page
+// of every tensor the op accesses, each a cache and TLB miss (tens of ns),
+// so a memory-bound op on a large tensor, which a GPU finishes in a few
+// hundred us, needs a scale of 20 to 60 for its kernel to fit. An op
 // whose kernel does not fit is late, and so are the ops after it until they
 // have made the time up; RunResult::late_kernels and kernel_overrun_wall_us
 // say how many kernels ran past their op's duration and by how much. A

@@ -16,25 +16,36 @@
 namespace sa::runtime {
 namespace {
 
-// Note [Compute stream clock]
-// ---------------------------
-// A GPU starts an op when the previous op on its stream has finished and the
-// events it waits for have completed. The compute thread does not get there
-// on time: it wakes up some microseconds after an event completes, its
-// sleeps overshoot, and a synthetic kernel can take longer than its op
-// (Note [Time scale] in runtime/executor.h). So the thread keeps the device's
-// clock instead of its own: an op begins at the latest of the previous op's
-// end on that clock (compute_free_), the completion times of the events the
-// stream waited for (compute_ready_, the time the other stream recorded
-// them) and the time it was issued, and ends op time later; the thread
-// sleeps until then if its kernel is done sooner. A late op thus delays the
-// next ones only until they have made the time up, as a late copy chunk does
-// (Note [Paced copies]). The events it records still complete when the
-// thread gets to them, so no other stream sees an op's results early, and
-// every measured time is wall time. Other work on the compute stream
-// (checksums, clearing slots, delays) restarts the clock from when it ends,
-// and so does an event recorded while the stream is idle (the start of an
-// iteration), so that the ops after it are timed from its completion.
+// Note [Stream clocks]
+// --------------------
+// A GPU starts a stream's next op or copy when the previous one on the
+// stream has finished and the events it waits for have completed. A stream
+// thread does not get there on time: it wakes up some microseconds after an
+// event completes (milliseconds when the machine is loaded), its sleeps
+// overshoot, and a synthetic kernel can take longer than its op (Note [Time
+// scale] in runtime/executor.h). So each stream thread keeps the clock of the
+// device it emulates instead of its own: an op or copy begins at the latest
+// of the previous one's end on that clock (StreamClock::free), the completion
+// times of the events the stream waited for (StreamClock::ready: when the
+// other stream recorded them) and the time it was issued; an op ends its
+// duration later, a copy when the link would have moved its bytes (Note
+// [Paced copies]). The thread sleeps until then if it is done sooner, and
+// goes on without sleeping if it is late, so a late op or copy delays the
+// next ones on its stream only until they have made the time up, as a late
+// chunk of a copy is made up by the next chunks. The events a stream records
+// still complete when its thread gets to them, so no stream sees a result
+// before it is really there, and every measured time is wall time. Other
+// work on a stream (checksums, clearing slots, delays) restarts its clock
+// from when it is done, and so does an event recorded while the stream is
+// idle (the start of an iteration), so that the work after it is timed from
+// its completion.
+struct StreamClock {
+  Clock::time_point free;   // when the device would have finished the stream's last work
+  Clock::time_point ready;  // the latest completion of an event the stream waited for
+  Clock::time_point begin(Clock::time_point issued) const {
+    return std::max({free, ready, issued});
+  }
+};
 
 // Events as CUDA has them: record() targets the next generation, wait() the
 // latest generation recorded so far. `recorded` belongs to the issuing
@@ -98,31 +109,25 @@ class HostBackend final : public Backend {
   void record(Stream s, Event& e) override {
     auto& ev = static_cast<HostEvent&>(e);
     const uint64_t generation = ++ev.recorded;
-    if (s == Stream::kCompute) {
-      const auto issued = Clock::now();
-      worker(s).submit([this, &ev, generation, issued] {
-        // Issued to an idle stream: the clock restarts from here, so that no
-        // op after it seems to take less than its time since this event.
-        if (compute_free_ < issued) compute_free_ = Clock::now();
-        ev.complete(generation);
-      });
-      return;
-    }
-    worker(s).submit([&ev, generation] { ev.complete(generation); });
+    const auto issued = Clock::now();
+    worker(s).submit([this, s, &ev, generation, issued] {
+      // Issued to an idle stream: its clock restarts from here, so that no
+      // work after it seems to take less than its time since this event.
+      StreamClock& c = clock(s);
+      if (c.free < issued) c.free = Clock::now();
+      ev.complete(generation);
+    });
   }
 
   void wait(Stream s, const Event& e) override {
     auto& ev = const_cast<HostEvent&>(host_event(e));
     const uint64_t generation = ev.recorded;
     if (generation == 0) return;
-    if (s == Stream::kCompute) {
-      worker(s).submit([this, &ev, generation] {
-        ev.wait_for(generation);
-        compute_ready_ = std::max(compute_ready_, ev.when());
-      });
-      return;
-    }
-    worker(s).submit([&ev, generation] { ev.wait_for(generation); });
+    worker(s).submit([this, s, &ev, generation] {
+      ev.wait_for(generation);
+      StreamClock& c = clock(s);
+      c.ready = std::max(c.ready, ev.when());
+    });
   }
 
   double elapsed_us(const Event& from, const Event& to) override {
@@ -142,13 +147,17 @@ class HostBackend final : public Backend {
   }
 
   void copy_h2d(std::byte* device, const std::byte* host, int64_t bytes) override {
-    worker(Stream::kH2D).submit([this, device, host, bytes] {
-      pacer_.copy(Direction::kH2D, device, host, bytes);
+    const auto issued = Clock::now();
+    worker(Stream::kH2D).submit([this, device, host, bytes, issued] {
+      StreamClock& c = clock(Stream::kH2D);
+      c.free = pacer_.copy(Direction::kH2D, device, host, bytes, c.begin(issued));
     });
   }
   void copy_d2h(std::byte* host, const std::byte* device, int64_t bytes) override {
-    worker(Stream::kD2H).submit([this, device, host, bytes] {
-      pacer_.copy(Direction::kD2H, host, device, bytes);
+    const auto issued = Clock::now();
+    worker(Stream::kD2H).submit([this, device, host, bytes, issued] {
+      StreamClock& c = clock(Stream::kD2H);
+      c.free = pacer_.copy(Direction::kD2H, host, device, bytes, c.begin(issued));
     });
   }
 
@@ -163,7 +172,7 @@ class HostBackend final : public Backend {
   void clear_slots() override {
     worker(Stream::kCompute).submit([this] {
       std::fill(slots_.begin(), slots_.end(), 0);
-      compute_free_ = Clock::now();
+      clock(Stream::kCompute).free = Clock::now();
     });
   }
 
@@ -180,21 +189,21 @@ class HostBackend final : public Backend {
         synthetic::run_op(op, table_.of(op), mem, slots_.data());
       }
       const auto end = Clock::now();
+      StreamClock& c = clock(Stream::kCompute);
       if (duration_us <= 0) {
-        compute_free_ = end;
+        c.free = end;
         return;
       }
-      // Note [Compute stream clock]: the op runs from when the device would
-      // start it, not from when this thread got to it.
-      const auto begin = std::max({compute_free_, compute_ready_, issued});
-      const auto due = begin + from_us(duration_us);
+      // Note [Stream clocks]: the op runs from when the device would start
+      // it, not from when this thread got to it.
+      const auto due = c.begin(issued) + from_us(duration_us);
       const double kernel_us = to_us(end - start);
       if (kernel_us > duration_us) {  // late (Note [Time scale] in runtime/executor.h)
         ++overrun_.kernels;
         overrun_.wall_us += kernel_us - duration_us;
       }
       if (end < due) sleep_until_precise(due);
-      compute_free_ = due;
+      c.free = due;
     });
   }
 
@@ -205,7 +214,7 @@ class HostBackend final : public Backend {
              slots_.size());
     worker(Stream::kCompute).submit([this, device, bytes, slot] {
       slots_[slot] = synthetic::checksum_buffer(device, bytes);
-      compute_free_ = Clock::now();
+      clock(Stream::kCompute).free = Clock::now();
     });
   }
 
@@ -214,11 +223,14 @@ class HostBackend final : public Backend {
   void delay(Stream s, double us) override {
     worker(s).submit([this, s, us] {
       sleep_until_precise(Clock::now() + from_us(us));
-      if (s == Stream::kCompute) compute_free_ = Clock::now();
+      clock(s).free = Clock::now();
     });
   }
 
  private:
+  // Touched only by stream s's thread.
+  StreamClock& clock(Stream s) { return clocks_[static_cast<int>(s)]; }
+
   StreamWorker& worker(Stream s) {
     SA_CHECK(s != Stream::kNone, "work issued on no stream");
     return workers_[static_cast<int>(s)];
@@ -239,11 +251,9 @@ class HostBackend final : public Backend {
   LinkPacer pacer_;
   KernelTable table_;
   std::byte* arena_ = nullptr;
-  std::vector<uint64_t> slots_;  // written by the compute thread only
-  KernelOverrun overrun_;        // written by the compute thread only
-  // The compute stream's clock (Note [Compute stream clock]); compute thread only.
-  Clock::time_point compute_free_;     // when the device would have finished its last op
-  Clock::time_point compute_ready_;    // the latest completion of an event it waited for
+  std::vector<uint64_t> slots_;        // written by the compute thread only
+  KernelOverrun overrun_;              // written by the compute thread only
+  StreamClock clocks_[kNumStreams];    // Note [Stream clocks]
   StreamWorker workers_[kNumStreams];  // last: they stop before the rest goes
 };
 

@@ -7,11 +7,11 @@
 // copies are real memcpy's between the arena and host buffers, paced to a
 // device profile's link (Note [Paced copies], runtime/link_pacer.h); the
 // compute thread runs the synthetic kernels (runtime/synthetic_op.h) and then
-// waits out the op's duration, on the clock of the device it emulates (Note
-// [Compute stream clock] in host_backend.cpp). A kernel that takes longer
-// than the duration makes the op late; take_kernel_overrun() counts those
-// (the time scale is then too small for this host: Note [Time scale] in
-// runtime/executor.h).
+// waits out the op's duration. Every stream times its work on the clock of
+// the device it emulates, not on its thread's (Note [Stream clocks] in
+// host_backend.cpp). A kernel that takes longer than the duration makes the
+// op late; take_kernel_overrun() counts those (the time scale is then too
+// small for this host: Note [Time scale] in runtime/executor.h).
 
 #include <cstddef>
 #include <functional>

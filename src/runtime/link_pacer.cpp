@@ -20,15 +20,16 @@ LinkPacer::LinkPacer(const DeviceProfile& link, double time_scale, bool pace) {
       1.0, link.duplex_bytes_per_us() / (link.h2d_bytes_per_us() + link.d2h_bytes_per_us()));
 }
 
-void LinkPacer::copy(Direction dir, std::byte* dst, const std::byte* src, int64_t bytes) {
+Clock::time_point LinkPacer::copy(Direction dir, std::byte* dst, const std::byte* src,
+                                  int64_t bytes, Clock::time_point begin) {
   if (!paced_) {
     std::memcpy(dst, src, static_cast<size_t>(bytes));
-    return;
+    return Clock::now();
   }
   const int d = static_cast<int>(dir);
   active_[d].store(1, std::memory_order_relaxed);
   const int64_t chunk = std::max(kMinChunk, static_cast<int64_t>(rate_[d] * kChunkUs));
-  auto due = Clock::now();
+  auto due = begin;
   for (int64_t done = 0; done < bytes;) {
     const int64_t n = std::min(chunk, bytes - done);
     std::memcpy(dst + done, src + done, static_cast<size_t>(n));
@@ -41,6 +42,7 @@ void LinkPacer::copy(Direction dir, std::byte* dst, const std::byte* src, int64_
       sleep_until_precise(due);
   }
   active_[d].store(0, std::memory_order_relaxed);
+  return due;
 }
 
 }  // namespace sa::runtime

@@ -4,12 +4,15 @@
 // Note [Paced copies]
 // -------------------
 // A copy moves its bytes with memcpy in chunks, and after each chunk sleeps
-// until the time the link would have needed for the bytes so far. The rate
-// is the simulator's (Note [Simulated streams] in plan/simulator.h): a
-// direction alone runs at its bandwidth; while the other direction is also
-// copying, each runs at bandwidth x min(1, duplex / (h2d + d2h)). The rate is
-// re-read at every chunk (each about kChunkUs of wall time), so a copy slows
-// down when the other direction starts and speeds up when it ends.
+// until the time the link would have needed for the bytes so far, counted
+// from when the copy began on its stream's clock (Note [Stream clocks] in
+// runtime/host_backend.cpp); a copy that begins late runs unpaced until it
+// has made the time up. The rate is the simulator's (Note [Simulated
+// streams] in plan/simulator.h): a direction alone runs at its bandwidth;
+// while the other direction is also copying, each runs at bandwidth x
+// min(1, duplex / (h2d + d2h)). The rate is re-read at every chunk (each
+// about kChunkUs of wall time), so a copy slows down when the other
+// direction starts and speeds up when it ends.
 // Everything is stretched by the time scale: a link of 12 GB/s at time
 // scale 10 moves 1.2 GB per wall second, which lets a host whose memcpy is
 // slower than the emulated link keep up. With time scale 0 (or pacing off)
@@ -20,6 +23,7 @@
 #include <cstdint>
 
 #include "cost/device.h"
+#include "runtime/clock.h"
 
 namespace sa::runtime {
 
@@ -34,9 +38,14 @@ class LinkPacer {
   // pace = false: unpaced.
   LinkPacer(const DeviceProfile& link, double time_scale, bool pace);
 
-  // Copies bytes from src to dst, taking as long as the link would.
-  // Called by at most one thread per direction at a time.
-  void copy(Direction dir, std::byte* dst, const std::byte* src, int64_t bytes);
+  // Copies bytes from src to dst, taking as long as the link would if the
+  // copy began at `begin` (the stream's clock: Note [Stream clocks] in
+  // runtime/host_backend.cpp; with a begin in the past the copy runs
+  // unpaced until it has made the time up). Returns when the link would
+  // have finished (unpaced: when it did). Called by at most one thread per
+  // direction at a time.
+  Clock::time_point copy(Direction dir, std::byte* dst, const std::byte* src, int64_t bytes,
+                         Clock::time_point begin);
 
   bool paced() const { return paced_; }
 

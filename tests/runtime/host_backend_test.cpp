@@ -90,7 +90,7 @@ TEST(RuntimeHostBackend, LateKernelsAreCounted) {
   EXPECT_EQ(b->take_kernel_overrun().kernels, 0);
 }
 
-// Note [Compute stream clock]: op 0's kernel takes 10 ms for an op of 1 ms;
+// Note [Stream clocks]: op 0's kernel takes 10 ms for an op of 1 ms;
 // op 1 (20 ms) makes the lost time up, so both end about 21 ms after the
 // first began, not 30. (Under 27 ms: a loaded machine may add some.)
 TEST(RuntimeHostBackend, ALateOpIsMadeUpByTheNext) {
