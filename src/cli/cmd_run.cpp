@@ -95,11 +95,13 @@ void run_run(const RunArgs& args) {
   const double overrun_us = median(r.kernel_overrun_wall_us) / scale;
   const double late_kernels =
       median(std::vector<double>(r.late_kernels.begin(), r.late_kernels.end()));
-  if (overrun_us > 0.01 * measured_us)
+  // Most of an overrun is made up by the next ops (Note [Stream clocks] in
+  // runtime/host_backend.cpp); a large one is a sign that it was not.
+  if (overrun_us > 0.2 * measured_us)
     print_warnings({fmt::format(
         "the host's synthetic kernels ran {} per iteration past their ops' times ({:.1f}% of the "
-        "measured time, {:.0f} ops late): --time-scale {} is too small for this host, and the "
-        "measured time includes what of it the copies did not hide",
+        "measured time, {:.0f} ops late): --time-scale {} may be too small for this host; what "
+        "the next ops did not make up is in the measured time",
         format_us(overrun_us), 100 * overrun_us / measured_us, late_kernels, args.time_scale)});
   if (args.json) {
     nlohmann::json j = {{"graph", g.name},
