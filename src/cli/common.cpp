@@ -13,8 +13,9 @@ void GraphSource::add_options(CLI::App* app) {
   app->add_option("--model", model,
                   "zoo model name instead of a file (see `swapadvisor zoo --list`)");
   app->add_option("--batch", batch, "batch size for --model")->check(CLI::PositiveNumber);
-  app->add_option("--optimizer", optimizer, "optimizer for --model")
-      ->check(CLI::IsMember({"sgd", "adam"}));
+  app->add_option("--optimizer", optimizer,
+                  "optimizer for --model: sgd (with momentum), sgd-plain or adam")
+      ->check(CLI::IsMember({"sgd", "sgd-plain", "adam"}));
   app->add_option("--seq-len", seq_len, "sequence length for sequence models (--model)")
       ->check(CLI::PositiveNumber);
 }

@@ -192,7 +192,7 @@ Var Builder::param(const std::string& name, Shape shape) {
   params_.push_back(p);
   if (optimizer_ == Optimizer::kSgdMomentum) {
     new_tensor(name + ".momentum_buffer", p.shape, DType::kF32, TensorKind::kOptimizerState);
-  } else {
+  } else if (optimizer_ == Optimizer::kAdam) {
     new_tensor(name + ".exp_avg", p.shape, DType::kF32, TensorKind::kOptimizerState);
     new_tensor(name + ".exp_avg_sq", p.shape, DType::kF32, TensorKind::kOptimizerState);
   }
@@ -298,6 +298,8 @@ void Builder::emit_update(const Var& p) {
     Var mom = p;
     mom.tensor = p.tensor + 1;
     op("sgd_mom_update", name).in(grad(p)).upd(p).upd(mom).flops(4 * n).emit();
+  } else if (optimizer_ == Optimizer::kSgd) {
+    op("sgd_update", name).in(grad(p)).upd(p).flops(2 * n).emit();
   } else {
     Var m = p, v = p;
     m.tensor = p.tensor + 1;

@@ -48,7 +48,8 @@ int64_t numel(const Shape& s);
 enum class DType : uint8_t { kF32, kI64, kBool };
 int dtype_bytes(DType d);
 
-enum class Optimizer : uint8_t { kSgdMomentum, kAdam };
+// kSgd: plain SGD, no state (the paper does not name its optimizer).
+enum class Optimizer : uint8_t { kSgdMomentum, kAdam, kSgd };
 
 struct Var {
   TensorId tensor = -1;

@@ -132,8 +132,10 @@ Graph build_zoo_model(const ZooOptions& o) {
     c.optimizer = zoo::Optimizer::kSgdMomentum;
   else if (o.optimizer == "adam")
     c.optimizer = zoo::Optimizer::kAdam;
+  else if (o.optimizer == "sgd-plain")
+    c.optimizer = zoo::Optimizer::kSgd;
   else
-    throw Error("unknown optimizer '" + o.optimizer + "' (use sgd or adam)");
+    throw Error("unknown optimizer '" + o.optimizer + "' (use sgd, sgd-plain or adam)");
   if (o.seq_len < 0)
     throw Error("sequence length must be positive, got " + std::to_string(o.seq_len));
   if (o.seq_len > 100000)
@@ -144,7 +146,9 @@ Graph build_zoo_model(const ZooOptions& o) {
   c.seq_len = o.seq_len;
   c.graph_name = m + "-b" + std::to_string(o.batch) +
                  (o.seq_len > 0 ? "-s" + std::to_string(o.seq_len) : "") +
-                 (c.optimizer == zoo::Optimizer::kAdam ? "-adam" : "");
+                 (c.optimizer == zoo::Optimizer::kAdam  ? "-adam"
+                  : c.optimizer == zoo::Optimizer::kSgd ? "-sgdplain"
+                                                        : "");
 
   Graph g;
   if (m == "resnet50" || m == "resnet101" || m == "resnet152") {

@@ -16,7 +16,7 @@ namespace sa {
 struct ZooOptions {
   std::string model;              // e.g. "resnet50", "wresnet152-10", "rnn-8-8k"
   int batch = 0;                  // > 0
-  std::string optimizer = "sgd";  // "sgd" (with momentum) or "adam"
+  std::string optimizer = "sgd";  // "sgd" (with momentum), "sgd-plain" (no state) or "adam"
   int seq_len = 0;                // sequence models; 0 = the model's default
 };
 

@@ -72,6 +72,12 @@ TEST(ZooBuilder, HandCheckedMlp) {
   EXPECT_EQ(persistent_bytes(adam), 1056 + 3 * 19240);
   EXPECT_EQ(peak_live_bytes(adam), 1056 + 3 * 19240 + 20264);
   EXPECT_EQ(adam.ops[11].type, "adam_update");
+  // Plain SGD: no state; the param is updated from its gradient alone.
+  const Graph plain = testing::zoo("mlp-1", 4, "sgd-plain");
+  EXPECT_EQ(persistent_bytes(plain), 1056 + 19240);
+  EXPECT_EQ(plain.ops[11].type, "sgd_update");
+  EXPECT_EQ(plain.ops[11].updates.size(), 1u);
+  EXPECT_EQ(plain.name, "mlp-1-b4-sgdplain");
 }
 
 // Note [Gradient accumulation], case 2: p feeds two ReLUs whose outputs are

@@ -76,7 +76,7 @@ TEST_P(ZooGraph, FollowsTheRules) {
   // One update op per param, updating the param and its optimizer state
   // (momentum; Adam's two moments), each the param's size; nothing else is
   // updated in the update phase, and params change nowhere else.
-  const size_t states = optimizer == "adam" ? 2 : 1;
+  const size_t states = optimizer == "adam" ? 2 : optimizer == "sgd-plain" ? 0 : 1;
   std::map<TensorId, int> param_updates;
   int num_params = 0, num_states = 0;
   for (int t = 0; t < g.num_tensors(); ++t) {
@@ -114,7 +114,7 @@ std::string case_name(const ::testing::TestParamInfo<ZooGraph::ParamType>& info)
 
 INSTANTIATE_TEST_SUITE_P(AllModels, ZooGraph,
                          ::testing::Combine(::testing::ValuesIn(kCases),
-                                            ::testing::Values("sgd", "adam")),
+                                            ::testing::Values("sgd", "adam", "sgd-plain")),
                          case_name);
 
 }  // namespace

@@ -64,7 +64,8 @@ TEST(Zoo, ClearErrorsForBadNamesAndOptions) {
   EXPECT_EQ(error_of("brnn-0-8k"), "brnn-L-XK needs a positive layer count L, got '0'");
   EXPECT_EQ(error_of("mlp-1", 0), "batch size must be positive, got 0");
   EXPECT_EQ(error_of("mlp-1", -5), "batch size must be positive, got -5");
-  EXPECT_EQ(error_of("mlp-1", 1, "rmsprop"), "unknown optimizer 'rmsprop' (use sgd or adam)");
+  EXPECT_EQ(error_of("mlp-1", 1, "rmsprop"),
+            "unknown optimizer 'rmsprop' (use sgd, sgd-plain or adam)");
   EXPECT_EQ(error_of("resnet50", 1, "sgd", 128),
             "--seq-len applies to sequence models only (rnn, brnn, bert, gpt2), not 'resnet50'");
   EXPECT_EQ(error_of("bert-base", 1, "sgd", 513),
