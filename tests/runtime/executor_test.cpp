@@ -61,6 +61,7 @@ TEST(RuntimeExecutor, MeasuredTimeFollowsTheSimulator) {
   const RunResult r = run_plan(*b, s.g, s.plan, s.op_us, o);
   EXPECT_EQ(r.integrity, "ok");
   EXPECT_GT(fastest(r), 0.95 * sr.iteration_us);
+  if (sa::testing::kSanitizedBuild) GTEST_SKIP() << "timings of a sanitizer build mean nothing";
   EXPECT_LT(fastest(r), 1.15 * sr.iteration_us);
 }
 
@@ -75,6 +76,7 @@ TEST(RuntimeExecutor, TimeScaleStretchesTheIteration) {
   const RunResult r = run_plan(*b, s.g, s.plan, s.op_us, o);
   EXPECT_EQ(r.integrity, "ok");
   EXPECT_GT(fastest(r), 0.95 * 3 * sr.iteration_us);
+  if (sa::testing::kSanitizedBuild) GTEST_SKIP() << "timings of a sanitizer build mean nothing";
   EXPECT_LT(fastest(r), 1.15 * 3 * sr.iteration_us);
 }
 

@@ -11,7 +11,23 @@
 #include "plan/swap_planner.h"
 #include "test_util.h"
 
+// Sanitizer builds run the kernels and copies several times slower than the
+// emulated device allows, so their timings mean nothing: timing checks are
+// skipped there (correctness checks still run).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SA_SANITIZED_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SA_SANITIZED_BUILD 1
+#endif
+#endif
+#ifndef SA_SANITIZED_BUILD
+#define SA_SANITIZED_BUILD 0
+#endif
+
 namespace sa::testing {
+
+inline constexpr bool kSanitizedBuild = SA_SANITIZED_BUILD;
 
 // Six activations of `bytes` each, three objects of one class, op times of
 // op_us:
