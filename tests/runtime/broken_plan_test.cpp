@@ -92,9 +92,13 @@ TEST(RuntimeBrokenPlan, ReuseRaceIsCaughtWithoutTheSafetyNet) {
   remove_wait(s.plan, in, c4);
   const RunResult r = run_broken(s, /*safety_net=*/false);
   EXPECT_FALSE(r.integrity_ok);
-  EXPECT_NE(r.integrity.find("iteration 1: op 5 'op5' (test::n) created tensor 5 'x'"),
-            std::string::npos)
-      << r.integrity;
+  // Usually op5 reads d where a should be; on a loaded machine the early copy
+  // can land while op4 still reads the object, and op4 is the first to differ.
+  const bool op5 = r.integrity.find("iteration 1: op 5 'op5' (test::n) created tensor 5 'x'") !=
+                   std::string::npos;
+  const bool op4 = r.integrity.find("iteration 1: op 4 'op4' (test::m) created tensor 4 'e'") !=
+                   std::string::npos;
+  EXPECT_TRUE(op5 || op4) << r.integrity;
 }
 #endif
 
