@@ -3,16 +3,18 @@
 
 #include <unistd.h>
 
+#include <sys/wait.h>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <sys/wait.h>
 
 #include "graph/graph.h"
 
 namespace sa::testing {
 
-inline std::string data_path(const std::string& rel) { return std::string(SA_TEST_DATA) + "/" + rel; }
+inline std::string data_path(const std::string& rel) {
+  return std::string(SA_TEST_DATA) + "/" + rel;
+}
 
 struct CliResult {
   int exit_code = -1;
@@ -31,11 +33,13 @@ inline CliResult run_cli(const std::string& args) {
   if (!p) return r;
   char buf[4096];
   size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    r.out.append(buf, n);
   const int status = pclose(p);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (FILE* e = fopen(err_name, "r")) {
-    while ((n = fread(buf, 1, sizeof buf, e)) > 0) r.err.append(buf, n);
+    while ((n = fread(buf, 1, sizeof buf, e)) > 0)
+      r.err.append(buf, n);
     fclose(e);
   }
   std::remove(err_name);

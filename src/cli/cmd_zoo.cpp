@@ -42,7 +42,8 @@ void register_zoo(CLI::App& app) {
   cmd->add_flag("--list", args->list, "list the models");
   cmd->add_option("--model", args->source.model, "model name");
   cmd->add_option("--batch", args->source.batch, "batch size")->check(CLI::PositiveNumber);
-  cmd->add_option("--optimizer", args->source.optimizer, "sgd (with momentum), sgd-plain (no momentum) or adam")
+  cmd->add_option("--optimizer", args->source.optimizer,
+                  "sgd (with momentum), sgd-plain (no momentum) or adam")
       ->check(CLI::IsMember({"sgd", "sgd-plain", "adam"}));
   cmd->add_option("--seq-len", args->source.seq_len, "sequence length (sequence models)")
       ->check(CLI::PositiveNumber);

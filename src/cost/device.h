@@ -20,16 +20,16 @@ namespace sa {
 
 struct DeviceProfile {
   std::string name;
-  int64_t memory_bytes = 0;        // device memory
-  double h2d_gbps = 0;             // host→device alone
-  double d2h_gbps = 0;             // device→host alone
-  double duplex_gbps = 0;          // total of both directions when both run
-  double peak_tflops = 0;          // FP32 peak (dense), 10^12 flop/s
-  double hbm_gbps = 0;             // device memory bandwidth
-  double compute_efficiency = 0;   // fraction of peak flop/s a typical op reaches
-  double memory_efficiency = 0;    // fraction of HBM bandwidth a typical op reaches
-  double launch_overhead_us = 0;   // added to every op
-  std::string source;              // provenance of the figures
+  int64_t memory_bytes = 0;       // device memory
+  double h2d_gbps = 0;            // host→device alone
+  double d2h_gbps = 0;            // device→host alone
+  double duplex_gbps = 0;         // total of both directions when both run
+  double peak_tflops = 0;         // FP32 peak (dense), 10^12 flop/s
+  double hbm_gbps = 0;            // device memory bandwidth
+  double compute_efficiency = 0;  // fraction of peak flop/s a typical op reaches
+  double memory_efficiency = 0;   // fraction of HBM bandwidth a typical op reaches
+  double launch_overhead_us = 0;  // added to every op
+  std::string source;             // provenance of the figures
 
   // Bytes per microsecond, the simulator's unit (1 GB/s = 1000 B/us).
   double h2d_bytes_per_us() const { return h2d_gbps * 1e3; }

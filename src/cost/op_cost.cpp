@@ -12,7 +12,8 @@ double estimate_op_us(const Op& op, const DeviceProfile& d) {
   // flop/s → flop/us: TFLOP/s * 1e6.
   if (op.flops) t = std::max(t, *op.flops / (d.peak_tflops * 1e6 * d.compute_efficiency));
   // GB/s → B/us: * 1e3.
-  if (op.bytes_accessed) t = std::max(t, *op.bytes_accessed / (d.hbm_gbps * 1e3 * d.memory_efficiency));
+  if (op.bytes_accessed)
+    t = std::max(t, *op.bytes_accessed / (d.hbm_gbps * 1e3 * d.memory_efficiency));
   return t + d.launch_overhead_us;
 }
 
@@ -39,7 +40,8 @@ std::vector<double> op_times_us(const Graph& g, const DeviceProfile& d,
 
 double ideal_us(const std::vector<double>& op_times) {
   double sum = 0;
-  for (double t : op_times) sum += t;
+  for (double t : op_times)
+    sum += t;
   return sum;
 }
 

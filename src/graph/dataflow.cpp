@@ -11,10 +11,12 @@ namespace {
 void to_csr(const std::vector<std::vector<int32_t>>& rows, std::vector<int32_t>& begin,
             std::vector<int32_t>& items) {
   begin.assign(rows.size() + 1, 0);
-  for (size_t i = 0; i < rows.size(); ++i) begin[i + 1] = begin[i] + static_cast<int32_t>(rows[i].size());
+  for (size_t i = 0; i < rows.size(); ++i)
+    begin[i + 1] = begin[i] + static_cast<int32_t>(rows[i].size());
   items.clear();
   items.reserve(begin.back());
-  for (const auto& r : rows) items.insert(items.end(), r.begin(), r.end());
+  for (const auto& r : rows)
+    items.insert(items.end(), r.begin(), r.end());
 }
 
 }  // namespace
@@ -26,8 +28,10 @@ Dataflow::Dataflow(const Graph& g) {
 
   // Uses per tensor, in file order: a counting pass, then a filling pass.
   use_begin_.assign(n + 1, 0);
-  for (const Op& op : g.ops) for_each_access(op, [&](TensorId t, Access) { ++use_begin_[t + 1]; });
-  for (int t = 0; t < n; ++t) use_begin_[t + 1] += use_begin_[t];
+  for (const Op& op : g.ops)
+    for_each_access(op, [&](TensorId t, Access) { ++use_begin_[t + 1]; });
+  for (int t = 0; t < n; ++t)
+    use_begin_[t + 1] += use_begin_[t];
   uses_.resize(use_begin_[n]);
   std::vector<int32_t> fill(use_begin_.begin(), use_begin_.end() - 1);
   for (OpId o = 0; o < m; ++o) {
@@ -55,7 +59,8 @@ Dataflow::Dataflow(const Graph& g) {
           break;
         case Access::kUpdate:
           if (writer != kNoOp) preds[u.op].push_back(writer);
-          for (OpId r : readers) preds[u.op].push_back(r);
+          for (OpId r : readers)
+            preds[u.op].push_back(r);
           readers.clear();
           writer = u.op;
           break;
@@ -67,7 +72,8 @@ Dataflow::Dataflow(const Graph& g) {
     auto& p = preds[o];
     std::sort(p.begin(), p.end());
     p.erase(std::unique(p.begin(), p.end()), p.end());
-    for (OpId q : p) succs[q].push_back(o);
+    for (OpId q : p)
+      succs[q].push_back(o);
   }
   to_csr(preds, pred_begin_, preds_);
   to_csr(succs, succ_begin_, succs_);
@@ -85,21 +91,24 @@ bool is_topological(const Dataflow& df, std::span<const OpId> order, std::string
   for (int i = 0; i < m; ++i) {
     const OpId o = order[i];
     if (o < 0 || o >= m) return fail(fmt::format("position {}: unknown op {}", i, o));
-    if (pos[o] != -1) return fail(fmt::format("op {} appears twice (positions {} and {})", o, pos[o], i));
+    if (pos[o] != -1)
+      return fail(fmt::format("op {} appears twice (positions {} and {})", o, pos[o], i));
     pos[o] = i;
   }
   for (OpId o = 0; o < m; ++o)
     for (OpId p : df.preds(o))
       if (pos[p] > pos[o])
-        return fail(fmt::format("op {} at position {} runs before op {} at position {}, which it "
-                                "depends on",
-                                o, pos[o], p, pos[p]));
+        return fail(
+            fmt::format("op {} at position {} runs before op {} at position {}, which it "
+                        "depends on",
+                        o, pos[o], p, pos[p]));
   return true;
 }
 
 std::vector<OpId> program_order(int num_ops) {
   std::vector<OpId> order(num_ops);
-  for (int i = 0; i < num_ops; ++i) order[i] = i;
+  for (int i = 0; i < num_ops; ++i)
+    order[i] = i;
   return order;
 }
 

@@ -39,7 +39,9 @@ constexpr bool is_transient(TensorKind k) {
   return k == TensorKind::kActivation || k == TensorKind::kGradient || k == TensorKind::kTemp;
 }
 // Tensors that exist (in host memory) when the iteration starts.
-constexpr bool exists_at_start(TensorKind k) { return !is_transient(k); }
+constexpr bool exists_at_start(TensorKind k) {
+  return !is_transient(k);
+}
 
 std::string_view to_string(TensorKind k);
 std::optional<TensorKind> parse_tensor_kind(std::string_view s);
@@ -51,22 +53,22 @@ std::optional<Phase> parse_phase(std::string_view s);
 struct Tensor {
   int64_t bytes = 0;
   TensorKind kind = TensorKind::kActivation;
-  std::string name;                // optional
-  std::vector<int64_t> shape;      // optional, informative
-  std::string dtype;               // optional, informative
+  std::string name;            // optional
+  std::vector<int64_t> shape;  // optional, informative
+  std::string dtype;           // optional, informative
 };
 
 struct Op {
-  std::string type;                // e.g. "aten::convolution"
+  std::string type;  // e.g. "aten::convolution"
   Phase phase = Phase::kUnknown;
-  std::vector<TensorId> inputs;    // read
-  std::vector<TensorId> outputs;   // transient tensors created
-  std::vector<TensorId> updates;   // read and modified in place
-  std::optional<double> time_us;   // measured on the target device
+  std::vector<TensorId> inputs;   // read
+  std::vector<TensorId> outputs;  // transient tensors created
+  std::vector<TensorId> updates;  // read and modified in place
+  std::optional<double> time_us;  // measured on the target device
   std::optional<double> flops;
   std::optional<double> bytes_accessed;
-  int64_t workspace_bytes = 0;     // scratch memory while it runs
-  std::string name;                // optional
+  int64_t workspace_bytes = 0;  // scratch memory while it runs
+  std::string name;             // optional
 };
 
 struct Graph {
@@ -86,9 +88,12 @@ enum class Access : uint8_t { kRead, kCreate, kUpdate };
 // inputs, then updates (the order is not significant).
 template <typename F>
 void for_each_access(const Op& op, F&& f) {
-  for (TensorId t : op.outputs) f(t, Access::kCreate);
-  for (TensorId t : op.inputs) f(t, Access::kRead);
-  for (TensorId t : op.updates) f(t, Access::kUpdate);
+  for (TensorId t : op.outputs)
+    f(t, Access::kCreate);
+  for (TensorId t : op.inputs)
+    f(t, Access::kRead);
+  for (TensorId t : op.updates)
+    f(t, Access::kUpdate);
 }
 
 }  // namespace sa

@@ -19,7 +19,8 @@ std::vector<int64_t> live_bytes_profile(const Graph& g, std::span<const OpId> or
   const int m = g.num_ops();
   SA_CHECK(static_cast<int>(order.size()) == m, "order has {} ops, graph {}", order.size(), m);
   std::vector<int32_t> pos(m);
-  for (int i = 0; i < m; ++i) pos[order[i]] = i;
+  for (int i = 0; i < m; ++i)
+    pos[order[i]] = i;
   // Per transient tensor: [first position, last position] of its accesses,
   // added to a difference array.
   const int n = g.num_tensors();
@@ -60,14 +61,16 @@ int64_t peak_live_bytes(const Graph& g, std::span<const OpId> order) {
 int distinct_sizes(const Graph& g) {
   std::vector<int64_t> sizes;
   sizes.reserve(g.tensors.size());
-  for (const Tensor& t : g.tensors) sizes.push_back(t.bytes);
+  for (const Tensor& t : g.tensors)
+    sizes.push_back(t.bytes);
   std::sort(sizes.begin(), sizes.end());
   return static_cast<int>(std::unique(sizes.begin(), sizes.end()) - sizes.begin());
 }
 
 double total_flops(const Graph& g) {
   double sum = 0;
-  for (const Op& op : g.ops) sum += op.flops.value_or(0.0);
+  for (const Op& op : g.ops)
+    sum += op.flops.value_or(0.0);
   return sum;
 }
 

@@ -22,7 +22,7 @@ class Error : public std::runtime_error {
 
 }  // namespace sa
 
-#define SA_CHECK(cond, ...)                                                        \
-  do {                                                                            \
+#define SA_CHECK(cond, ...)                                                                 \
+  do {                                                                                      \
     if (!(cond)) ::sa::throw_internal(__FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__)); \
   } while (0)

@@ -9,8 +9,8 @@ namespace {
 DeviceProfile unit_device() {
   DeviceProfile d;
   d.name = "unit";
-  d.peak_tflops = 1;          // 10^6 flop/us
-  d.hbm_gbps = 1;             // 10^3 B/us
+  d.peak_tflops = 1;  // 10^6 flop/us
+  d.hbm_gbps = 1;     // 10^3 B/us
   d.compute_efficiency = 0.5;
   d.memory_efficiency = 0.5;
   d.launch_overhead_us = 2;
@@ -29,7 +29,7 @@ TEST(OpCost, RooflineTakesTheSlowerBound) {
   op.flops = 1e6;           // 1e6 / (1e6 * 0.5) = 2 us
   op.bytes_accessed = 3e3;  // 3e3 / (1e3 * 0.5) = 6 us
   EXPECT_DOUBLE_EQ(estimate_op_us(op, unit_device()), 6 + 2);
-  op.flops = 1e7;           // 20 us
+  op.flops = 1e7;  // 20 us
   EXPECT_DOUBLE_EQ(estimate_op_us(op, unit_device()), 20 + 2);
 }
 

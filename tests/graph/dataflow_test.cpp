@@ -10,7 +10,9 @@ namespace {
 using testing::GraphBuilder;
 using V = std::vector<OpId>;
 
-V to_vec(std::span<const OpId> s) { return V(s.begin(), s.end()); }
+V to_vec(std::span<const OpId> s) {
+  return V(s.begin(), s.end());
+}
 
 // w (param) is read by ops 0 and 1, updated by op 2, read by op 3.
 //   op0: a = f(w)      op1: b = g(w)      op2: w -= h(a, b)     op3: c = k(w)

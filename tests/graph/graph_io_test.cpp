@@ -83,7 +83,8 @@ TEST(GraphIo, MissingFileIsAClearError) {
     read_graph("/nonexistent/graph.json");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent/graph.json: cannot open"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/graph.json: cannot open"),
+              std::string::npos);
   }
 }
 

@@ -30,7 +30,8 @@ TEST(Stats, HandCheckedPeak) {
   b.g.ops[1].workspace_bytes = 7;
   b.op({g}, {}, {w});
   EXPECT_EQ(persistent_bytes(b.g), 110);
-  EXPECT_EQ(live_bytes_profile(b.g, std::vector<OpId>{0, 1, 2}), (std::vector<int64_t>{310, 327, 120}));
+  EXPECT_EQ(live_bytes_profile(b.g, std::vector<OpId>{0, 1, 2}),
+            (std::vector<int64_t>{310, 327, 120}));
   EXPECT_EQ(peak_live_bytes(b.g), 327);
   EXPECT_EQ(distinct_sizes(b.g), 3);  // 100, 10, 200
 }
@@ -53,15 +54,18 @@ int64_t naive_peak(const Graph& g) {
     if (!is_transient(t.kind)) base += t.bytes;
   std::vector<int> creator(g.num_tensors(), -1), last(g.num_tensors(), -1);
   for (int o = 0; o < g.num_ops(); ++o) {
-    for (auto t : g.ops[o].outputs) creator[t] = o;
+    for (auto t : g.ops[o].outputs)
+      creator[t] = o;
     for (auto lst : {&g.ops[o].inputs, &g.ops[o].outputs, &g.ops[o].updates})
-      for (auto t : *lst) last[t] = o;
+      for (auto t : *lst)
+        last[t] = o;
   }
   int64_t peak = 0;
   for (int i = 0; i < g.num_ops(); ++i) {
     int64_t live = base + g.ops[i].workspace_bytes;
     for (int t = 0; t < g.num_tensors(); ++t)
-      if (is_transient(g.tensors[t].kind) && creator[t] <= i && last[t] >= i) live += g.tensors[t].bytes;
+      if (is_transient(g.tensors[t].kind) && creator[t] <= i && last[t] >= i)
+        live += g.tensors[t].bytes;
     peak = std::max(peak, live);
   }
   return peak;
@@ -84,7 +88,8 @@ TEST(Stats, CliJsonMatchesSpecOnSharedGraphs) {
       sizes.insert(t.bytes);
     }
     double flops = 0;
-    for (const auto& op : g.ops) flops += op.flops.value_or(0);
+    for (const auto& op : g.ops)
+      flops += op.flops.value_or(0);
     EXPECT_EQ(j["ops"], g.num_ops());
     EXPECT_EQ(j["tensors"], g.num_tensors());
     EXPECT_EQ(j["persistent_bytes"], persistent);
