@@ -9,14 +9,6 @@
 #include "runtime/host_backend.h"
 #include "runtime_test_util.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define SA_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SA_UNDER_TSAN 1
-#endif
-#endif
-
 namespace sa::runtime {
 namespace {
 

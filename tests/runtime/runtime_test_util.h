@@ -13,11 +13,19 @@
 
 // Sanitizer builds run the kernels and copies several times slower than the
 // emulated device allows, so their timings mean nothing: timing checks are
-// skipped there (correctness checks still run).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// skipped there (correctness checks still run). SA_UNDER_TSAN: tests that
+// race by design, or that are too slow under ThreadSanitizer, adapt to it.
+#if defined(__SANITIZE_THREAD__)
+#define SA_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SA_UNDER_TSAN 1
+#endif
+#endif
+#if defined(SA_UNDER_TSAN) || defined(__SANITIZE_ADDRESS__)
 #define SA_SANITIZED_BUILD 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#if __has_feature(address_sanitizer)
 #define SA_SANITIZED_BUILD 1
 #endif
 #endif

@@ -23,16 +23,9 @@
 #include "random_graph.h"
 #include "runtime/executor.h"
 #include "runtime/host_backend.h"
+#include "runtime_test_util.h"
 #include "search/ga.h"
 #include "util/error.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define SA_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SA_UNDER_TSAN 1
-#endif
-#endif
 
 namespace sa::runtime {
 namespace {
