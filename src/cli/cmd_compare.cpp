@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "baselines/method_json.h"
 #include "cli/planning.h"
 #include "plan/bounds.h"
 #include "util/units.h"
@@ -35,20 +36,10 @@ void run_compare(const PlanningArgs& args) {
   if (args.json) {
     nlohmann::json methods = nlohmann::json::array();
     for (const auto& r : results) {
-      nlohmann::json j = {{"name", r.name}, {"feasible", r.feasible}};
+      nlohmann::json j = method_result_json(r);
       if (r.feasible) {
-        j["iteration_us"] = r.sim.iteration_us;
         j["throughput_vs_ideal"] = problem.ideal_us / r.sim.iteration_us;
         if (in.batch) j["samples_per_s"] = samples(r);
-        j["swap_in_bytes"] = r.sim.swap_in_bytes;
-        j["swap_out_bytes"] = r.sim.swap_out_bytes;
-        j["stall_us"] = r.sim.stall_us;
-        j["peak_device_bytes"] = r.sim.peak_device_bytes;
-        j["pool_bytes"] = r.plan.pool.total_bytes();
-        j["planning_seconds"] = r.planning_seconds;
-        j["evaluations"] = r.evaluations;
-      } else {
-        j["why"] = r.why;
       }
       methods.push_back(j);
     }

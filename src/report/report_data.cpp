@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "baselines/method_json.h"
 #include "report/stalls.h"
 #include "report/traffic.h"
 #include "util/error.h"
@@ -34,19 +35,8 @@ class DeltaColumn {
 };
 
 json method_json(const MethodResult& r, bool main) {
-  json j = {{"name", r.name}, {"feasible", r.feasible}, {"main", main}};
-  if (!r.feasible) {
-    j["why"] = r.why;
-    return j;
-  }
-  j["iteration_us"] = r.sim.iteration_us;
-  j["stall_us"] = r.sim.stall_us;
-  j["swap_in_bytes"] = r.sim.swap_in_bytes;
-  j["swap_out_bytes"] = r.sim.swap_out_bytes;
-  j["peak_device_bytes"] = r.sim.peak_device_bytes;
-  j["pool_bytes"] = r.plan.pool.total_bytes();
-  j["planning_seconds"] = r.planning_seconds;
-  j["evaluations"] = r.evaluations;
+  json j = method_result_json(r);
+  j["main"] = main;
   return j;
 }
 
