@@ -54,18 +54,17 @@ TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<cons
     });
     const double op_time = op_us[order[i]];
     const double after_us = b.compute_us - before_us - op_time;
-    before_us += op_time;
     // Note [Transfer bound]: out (copied out before p) and in (back after p).
     const int64_t out = live + touched_persistent - budget;
     const int64_t in = out + persistent_after[i] - touched_later;
-    if (in <= 0) continue;
-    const double t = std::max(before_us - op_time, std::max<int64_t>(out, 0) / out_rate) + op_time +
+    const double t = std::max(before_us, std::max<int64_t>(out, 0) / out_rate) + op_time +
                      std::max(after_us, in / in_rate);
-    if (t > b.transfer_us) {
+    if (in > 0 && t > b.transfer_us) {
       b.transfer_us = t;
       b.at_op = order[i];
       b.off_device_bytes = in;
     }
+    before_us += op_time;
   }
   return b;
 }
