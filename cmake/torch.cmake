@@ -23,13 +23,27 @@ if(NOT SA_WITH_TORCH STREQUAL "OFF" AND NOT SA_SANITIZE AND NOT SA_TSAN)
   find_package(Torch QUIET)
   if(Torch_FOUND)
     set(SA_HAVE_TORCH ON)
+    # The plugin carries the core's code and shares its types (std::string
+    # among them) with the program: a libtorch built with the old C++ ABI
+    # cannot be mixed with it.
+    if(TORCH_CXX_FLAGS MATCHES "_GLIBCXX_USE_CXX11_ABI=0")
+      set(SA_HAVE_TORCH OFF)
+      set(_sa_torch_why "libtorch at ${Torch_DIR} uses the pre-C++11 string ABI (_GLIBCXX_USE_CXX11_ABI=0)")
+      message(WARNING "swapadvisor: not using ${_sa_torch_why}")
+    endif()
   endif()
+endif()
+# The ATen kernels on CUDA (Note [ATen on CUDA]) need a libtorch with CUDA
+# and the CUDA backend.
+set(SA_TORCH_CUDA OFF)
+if(SA_HAVE_TORCH AND SA_HAVE_CUDA AND (TORCH_CUDA_LIBRARIES OR TARGET torch_cuda))
+  set(SA_TORCH_CUDA ON)
 endif()
 if(SA_WITH_TORCH STREQUAL "ON" AND NOT SA_HAVE_TORCH)
   message(FATAL_ERROR "SA_WITH_TORCH=ON but libtorch was not found (apt-get install libtorch-dev, "
-                      "or set Torch_DIR)")
+                      "or set Torch_DIR) ${_sa_torch_why}")
 endif()
-message(STATUS "swapadvisor: ATen kernels (libtorch) ${SA_HAVE_TORCH}")
+message(STATUS "swapadvisor: ATen kernels (libtorch) ${SA_HAVE_TORCH}, on CUDA ${SA_TORCH_CUDA}")
 
 # swapadvisor-capture (python/, docs/capture.md) in the build directory: a
 # link to the script, which finds its package beside its real path.

@@ -24,4 +24,9 @@ if(SA_HAVE_TORCH)
                                                   -Wno-deprecated-declarations)
   target_compile_definitions(swapadvisor_core
                              PRIVATE SA_ATEN_PLUGIN_PATH="${PROJECT_BINARY_DIR}/libswapadvisor_aten.so")
+  if(SA_TORCH_CUDA)
+    # Note [ATen on CUDA]: the stream hand-over and the placing allocator.
+    target_sources(swapadvisor_aten PRIVATE ${CMAKE_CURRENT_LIST_DIR}/aten_cuda.cpp)
+    target_compile_definitions(swapadvisor_aten PRIVATE SA_ATEN_CUDA=1)
+  endif()
 endif()

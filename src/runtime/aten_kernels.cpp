@@ -12,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <ATen/Parallel.h>
 #include <ATen/ScalarOps.h>
@@ -30,7 +31,19 @@
 #include <fmt/ranges.h>
 #include <torch/csrc/api/include/torch/version.h>
 
+#include "runtime/placement_slots.h"
 #include "util/error.h"
+
+#ifndef SA_ATEN_CUDA
+#define SA_ATEN_CUDA 0  // set by aten.cmake when libtorch has CUDA
+#endif
+#if SA_ATEN_CUDA
+#include <ATen/Context.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "runtime/aten_cuda.h"
+#endif
 
 // torch 2.3 made Allocator::allocate non-const and added copy_data.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
@@ -106,46 +119,23 @@ c10::Scalar number(const json& v) {
   throw Error(fmt::format("expected a number, got {}", v.dump()));
 }
 
-// Kernel allocations: the planned object for an expected output, aligned
-// host memory (counted as scratch) for everything else. Every DataPtr has
-// its data as its context and one deleter (raw_allocate, which oneDNN uses,
-// requires both).
+// Kernel allocations on the CPU: the planned object for an expected output,
+// aligned host memory (counted as scratch) for everything else
+// (runtime/placement_slots.h). Every DataPtr has its data as its context and
+// one deleter (raw_allocate, which oneDNN uses, requires both).
 class PlacingAllocator final : public c10::Allocator {
  public:
-  struct Slot {
-    void* ptr;
-    int64_t bytes;
-    bool taken;
-  };
-
   PlacingAllocator() { instance_ = this; }
   ~PlacingAllocator() override { instance_ = nullptr; }
 
-  void arm(std::vector<Slot> slots) {
-    std::lock_guard lock(mutex_);
-    slots_ = std::move(slots);
-  }
-  void disarm() {
-    std::lock_guard lock(mutex_);
-    slots_.clear();
-  }
-  int64_t peak() const {
-    std::lock_guard lock(mutex_);
-    return peak_;
-  }
+  PlacementSlots& slots() { return slots_; }
 
   c10::DataPtr allocate(size_t n) SA_ALLOCATE_CONST override {
-    std::lock_guard lock(mutex_);
-    for (Slot& s : slots_) {
-      if (!s.taken && s.bytes == static_cast<int64_t>(n)) {
-        s.taken = true;
-        return c10::DataPtr(s.ptr, s.ptr, &release, c10::Device(c10::kCPU));
-      }
+    void* p = slots_.take(static_cast<int64_t>(n));
+    if (!p) {
+      p = c10::alloc_cpu(std::max<size_t>(n, 1));
+      slots_.note_scratch(p, static_cast<int64_t>(n));
     }
-    void* p = c10::alloc_cpu(std::max<size_t>(n, 1));
-    scratch_[p] = static_cast<int64_t>(n);
-    live_ += static_cast<int64_t>(n);
-    peak_ = std::max(peak_, live_);
     return c10::DataPtr(p, p, &release, c10::Device(c10::kCPU));
   }
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
@@ -156,30 +146,13 @@ class PlacingAllocator final : public c10::Allocator {
 #endif
 
  private:
-  // Frees scratch; a planned object's pointer is not in scratch_ and stays.
   static void release(void* p) {
     PlacingAllocator* a = instance_;
-    if (!a) return;
-    std::lock_guard lock(a->mutex_);
-    auto it = a->scratch_.find(p);
-    if (it == a->scratch_.end()) {
-      // A planned object given to a temporary that died while the op runs:
-      // a later allocation of that size may have it again.
-      for (Slot& s : a->slots_)
-        if (s.ptr == p) s.taken = false;
-      return;
-    }
-    a->live_ -= it->second;
-    a->scratch_.erase(it);
-    c10::free_cpu(p);
+    if (a && a->slots_.release(p)) c10::free_cpu(p);
   }
 
   static inline PlacingAllocator* instance_ = nullptr;
-  mutable std::mutex mutex_;
-  mutable std::vector<Slot> slots_;
-  mutable std::unordered_map<void*, int64_t> scratch_;
-  mutable int64_t live_ = 0;
-  mutable int64_t peak_ = 0;
+  mutable PlacementSlots slots_;
 };
 
 struct PreparedOp {
@@ -194,8 +167,18 @@ class TorchKernels final : public AtenKernels {
       device_ = c10::Device(c10::kCPU);
       key_ = c10::DispatchKey::CPU;
     } else if (o.device == "cuda") {
-      device_ = c10::Device(c10::kCUDA, 0);
+#if SA_ATEN_CUDA
+      if (!at::hasCUDA())
+        throw Error(
+            fmt::format("ATen kernels on cuda: libtorch {} finds no CUDA device", TORCH_VERSION));
+      device_ = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(o.cuda_device));
       key_ = c10::DispatchKey::CUDA;
+#else
+      throw Error(fmt::format(
+          "ATen kernels on cuda: this plugin was built with libtorch {} without CUDA (build "
+          "swapadvisor against the libtorch of a PyTorch with CUDA: docs/capture.md, \"CUDA\")",
+          TORCH_VERSION));
+#endif
     } else {
       throw Error(fmt::format("ATen kernels: unknown device {} (cpu or cuda)", o.device));
     }
@@ -214,7 +197,15 @@ class TorchKernels final : public AtenKernels {
       previous_ = c10::GetAllocator(c10::kCPU);
       allocator_ = std::make_unique<PlacingAllocator>();
       c10::SetAllocator(c10::kCPU, allocator_.get(), kPriority);
+      slots_ = &allocator_->slots();
     }
+#if SA_ATEN_CUDA
+    if (o.place_outputs && device_.is_cuda()) {
+      slots_ = aten_cuda::placing_allocator(o.cuda_device, &no_placing_);
+      if (!slots_ && debug_)
+        fmt::print(stderr, "swapadvisor: aten: outputs are copied: {}\n", no_placing_);
+    }
+#endif
   }
 
   ~TorchKernels() override {
@@ -225,23 +216,56 @@ class TorchKernels final : public AtenKernels {
       c10::SetAllocator(c10::kCPU, previous_, kPriority);
       allocator_.release();
     }
+#if SA_ATEN_CUDA
+    // The losses' scratch goes back while their stream exists (the caller
+    // ends its streams after this: runtime/aten_run.cpp).
+    pending_losses_.clear();
+    for (void* s : streams_)
+      aten_cuda::stream_ends(s);
+#endif
   }
 
-  std::vector<double> losses() const override { return losses_; }
+  std::vector<double> losses() const override {
+    std::vector<double> out = losses_;
+#if SA_ATEN_CUDA
+    // Read only now, so that the issuing thread never waits for the GPU
+    // while it queues an iteration.
+    for (const auto& [stream, loss] : pending_losses_) {
+      c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(stream), device_.index())
+          .synchronize();
+      out.push_back(loss.item().toDouble());
+    }
+#endif
+    return out;
+  }
   AtenStats stats() const override {
     AtenStats s = stats_;
-    if (allocator_) s.scratch_peak_bytes = allocator_->peak();
+    if (slots_) s.scratch_peak_bytes = slots_->scratch_peak_bytes();
     return s;
   }
   std::string description() const override {
-    return fmt::format("libtorch {} on {}, {} intra-op threads{}", TORCH_VERSION, o_.device,
-                       at::get_num_threads(),
-                       allocator_ ? ", outputs placed by allocator" : ", outputs copied");
+    return fmt::format(
+        "libtorch {} on {}, {} intra-op threads, {}", TORCH_VERSION, o_.device,
+        at::get_num_threads(),
+        slots_ ? "outputs placed by allocator"
+               : "outputs copied" + (no_placing_.empty() ? "" : " (" + no_placing_ + ")"));
   }
 
-  void run(OpId o, std::span<std::byte* const> ptrs) override {
+  void run(OpId o, std::span<std::byte* const> ptrs, void* stream) override {
     try {
-      run_op(o, ptrs);
+#if SA_ATEN_CUDA
+      if (device_.is_cuda()) {
+        SA_CHECK(stream != nullptr, "op {}: no CUDA stream to run on", o);
+        if (streams_.insert(stream).second) aten_cuda::stream_begins(stream);
+        // Our compute stream is libtorch's current stream while the op's
+        // kernels are queued (Note [ATen on CUDA]).
+        c10::cuda::CUDAStreamGuard guard(
+            c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(stream), device_.index()));
+        run_op(o, ptrs, stream);
+        return;
+      }
+#endif
+      run_op(o, ptrs, stream);
     } catch (const c10::Error& e) {
       throw Error(fmt::format("op {} ({}): {}", o, p_.ops[o].qualname, e.what_without_backtrace()));
     } catch (const json::exception& e) {
@@ -435,7 +459,7 @@ class TorchKernels final : public AtenKernels {
     stats_.copy_us += us_since(t0);
   }
 
-  void run_op(OpId o, std::span<std::byte* const> ptrs) {
+  void run_op(OpId o, std::span<std::byte* const> ptrs, void* stream) {
     const Op& gop = g_.ops[o];
     const AtenOp& op = p_.ops[o];
     const PreparedOp& prep = ops_[o];
@@ -473,20 +497,20 @@ class TorchKernels final : public AtenKernels {
     if (pos != op.args.size())
       throw Error(fmt::format("{} positional arguments for a schema with {}", op.args.size(), pos));
 
-    if (allocator_) {
-      std::vector<PlacingAllocator::Slot> slots;
+    if (slots_) {
+      std::vector<PlacementSlots::Slot> slots;
       for (TensorId t : gop.outputs)
         slots.push_back({call.storage.at(t).first, p_.storage_bytes[t], false});
-      allocator_->arm(std::move(slots));
+      slots_->arm(std::move(slots));
     }
     const auto t0 = Clock::now();
     try {
       prep.handle.callBoxed(&stack);
     } catch (...) {
-      if (allocator_) allocator_->disarm();
+      if (slots_) slots_->disarm();
       throw;
     }
-    if (allocator_) allocator_->disarm();
+    if (slots_) slots_->disarm();
     stats_.kernel_us += us_since(t0);
     ++stats_.ops_run;
 
@@ -507,7 +531,17 @@ class TorchKernels final : public AtenKernels {
     }
     stack.clear();
 
-    if (o == p_.loss_after_op) losses_.push_back(view(call, p_.loss_view).item().toDouble());
+    if (o == p_.loss_after_op) {
+      if (device_.is_cpu()) {
+        losses_.push_back(view(call, p_.loss_view).item().toDouble());
+      } else {
+#if SA_ATEN_CUDA
+        // A copy on the stream (the object may be reused before losses()).
+        pending_losses_.emplace_back(stream, view(call, p_.loss_view).clone());
+#endif
+      }
+    }
+    (void)stream;
   }
 
   const Graph& g_;
@@ -517,8 +551,14 @@ class TorchKernels final : public AtenKernels {
   c10::DispatchKey key_ = c10::DispatchKey::CPU;
   std::vector<PreparedOp> ops_;
   c10::Allocator* previous_ = nullptr;
-  std::unique_ptr<PlacingAllocator> allocator_;
+  std::unique_ptr<PlacingAllocator> allocator_;  // CPU
+  PlacementSlots* slots_ = nullptr;  // the placing allocator's, CPU or CUDA; null: outputs copied
+  std::string no_placing_;           // why outputs are copied on CUDA
   std::vector<double> losses_;
+#if SA_ATEN_CUDA
+  std::vector<std::pair<void*, at::Tensor>> pending_losses_;  // CUDA: (stream, loss) to read
+  std::unordered_set<void*> streams_;                         // the CUDA streams run on
+#endif
   AtenStats stats_;
   bool debug_ = std::getenv("SA_ATEN_DEBUG") != nullptr;  // report every copied result
   std::string current_;                                   // the op being run (for debug_)

@@ -29,6 +29,22 @@
 // bytes and time (AtenStats). Other allocations the kernels make (scratch,
 // temporaries of composite kernels) go to the regular allocator, outside the
 // plan's arena; their peak is reported as scratch_peak_bytes.
+//
+// Note [ATen on CUDA]
+// -------------------
+// With a libtorch that has CUDA (the plugin is then built with SA_ATEN_CUDA),
+// the pointers are device addresses in the CUDA backend's arena and run()
+// gets the backend's compute stream. It makes that stream libtorch's current
+// one (c10::cuda::getStreamFromExternal, CUDAStreamGuard) while it queues
+// the op, so the op's kernels are ordered with the swaps by the executor's
+// events like any compute step, and it returns without waiting for them.
+// Outputs are placed as on the CPU, by an allocator that takes libtorch's
+// place for the whole process (torch 2.x's pluggable CUDA allocator,
+// runtime/aten_cuda.h): planned objects for the outputs, scratch from CUDA's
+// stream-ordered pool (cudaMallocAsync on the stream asking, counted) for
+// anything else. A libtorch that cannot swap its allocator gets its
+// results copied into their objects (counted). The loss is copied on the
+// stream and read when losses() is called, after the run.
 
 #include <cstdint>
 #include <memory>
@@ -44,6 +60,7 @@ namespace sa::runtime {
 
 struct AtenOptions {
   std::string device = "cpu";  // "cpu" or "cuda" (the device the pointers live on)
+  int cuda_device = 0;         // cuda: which GPU
   bool place_outputs = true;   // CPU: install the placing allocator
   int threads = 0;             // intra-op threads (at::set_num_threads); 0: libtorch's default
 };
@@ -54,7 +71,7 @@ struct AtenStats {
   int64_t outputs_copied = 0;  // results copied into their object after the kernel
   int64_t copied_bytes = 0;
   double copy_us = 0;              // time spent in those copies
-  double kernel_us = 0;            // time in the operators themselves
+  double kernel_us = 0;            // time in the operators (on CUDA: queueing them)
   int64_t scratch_peak_bytes = 0;  // CPU: peak of kernel allocations outside the plan
 };
 
@@ -62,11 +79,14 @@ class AtenKernels {
  public:
   virtual ~AtenKernels() = default;
   // Runs op o (Note [ATen kernels]). ptrs: one address per access of the op
-  // in for_each_access order. Called from one thread at a time (the compute
-  // stream's). Throws sa::Error naming the op when the operator fails or a
-  // result differs in shape from the capture.
-  virtual void run(OpId o, std::span<std::byte* const> ptrs) = 0;
-  // The loss of every run of the loss op so far, in order.
+  // in for_each_access order. stream: on CUDA the cudaStream_t to queue the
+  // op's kernels on (libtorch's current stream while it runs; Note [ATen on
+  // CUDA]); on the CPU null. Called from one thread at a time. Throws
+  // sa::Error naming the op when the operator fails or a result differs in
+  // shape from the capture.
+  virtual void run(OpId o, std::span<std::byte* const> ptrs, void* stream) = 0;
+  // The loss of every run of the loss op so far, in order (on CUDA it waits
+  // for the compute stream).
   virtual std::vector<double> losses() const = 0;
   virtual AtenStats stats() const = 0;
   virtual std::string description() const = 0;  // "libtorch 1.13.0 on cpu, 2 threads"

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/cuda_backend.h"
 #include "runtime/host_backend.h"
 #include "util/error.h"
 
@@ -11,22 +12,26 @@ namespace sa::runtime {
 
 AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& program,
                             const ValuesFile& initial, const AtenRunOptions& o) {
-  if (o.aten.device != "cpu")
-    throw Error(
-        "--kernels aten runs on the host backend (device cpu) in this build; the CUDA "
-        "hook is described in docs/capture.md");
+  if (o.aten.device != "cpu" && o.aten.device != "cuda")
+    throw Error(fmt::format("--kernels aten: unknown device '{}' (cpu: the host backend, cuda)",
+                            o.aten.device));
   check_values_against(initial, g, "initial values");
   for (TensorId t = 0; t < g.num_tensors(); ++t)
     if (exists_at_start(g.tensors[t].kind) && !initial.find(t))
       throw Error(fmt::format("the values file has no value for {} tensor {} ('{}')",
                               to_string(g.tensors[t].kind), t, g.tensors[t].name));
 
+  // The backend outlives the kernels: on CUDA their last scratch goes back on
+  // the backend's compute stream (Note [ATen on CUDA]). The kernels come
+  // first: on CUDA they must take libtorch's allocator before it is used.
+  std::unique_ptr<Backend> backend;
   std::unique_ptr<AtenKernels> kernels = make_aten_kernels(g, program, o.aten);
   AtenKernels* k = kernels.get();
 
-  HostBackendOptions ho;
-  ho.pace = false;  // copies are plain memcpy; the kernels take their real time
-  ho.kernel = [k](int32_t op, std::span<const synthetic::KernelAccess> accesses, std::byte* arena) {
+  // The op's accesses from the kernel table, less its workspace (the
+  // captured ops have none), are its pointers in for_each_access order.
+  OpKernelHook hook = [k](int32_t op, std::span<const synthetic::KernelAccess> accesses,
+                          std::byte* arena, void* stream) {
     std::byte* ptrs[64];
     std::vector<std::byte*> many;
     std::byte** out = ptrs;
@@ -37,9 +42,19 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
     size_t n = 0;
     for (const synthetic::KernelAccess& a : accesses)
       if (a.role != synthetic::Role::kWorkspace) out[n++] = arena + a.offset;
-    k->run(op, std::span<std::byte* const>(out, n));
+    k->run(op, std::span<std::byte* const>(out, n), stream);
   };
-  const auto backend = make_host_backend(ho);
+  if (o.aten.device == "cuda") {
+    CudaBackendOptions co;
+    co.device = o.aten.cuda_device;
+    co.kernel = std::move(hook);
+    backend = make_cuda_backend(co);
+  } else {
+    HostBackendOptions ho;
+    ho.pace = false;  // copies are plain memcpy; the kernels take their real time
+    ho.kernel = std::move(hook);
+    backend = make_host_backend(ho);
+  }
 
   AtenRunResult r;
   r.final_state.graph = g.name;

@@ -67,7 +67,7 @@ ProgramOrderResult run_program_order(const Graph& g, const AtenProgram& p,
         SA_CHECK(ptr != nullptr, "tensor {} used before it exists", t);
         ptrs.push_back(ptr);
       });
-      kernels->run(op, ptrs);
+      kernels->run(op, ptrs, nullptr);
     }
   }
   r.losses = kernels->losses();

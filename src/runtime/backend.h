@@ -84,6 +84,15 @@ struct KernelTable {
   }
 };
 
+// An op's real kernel in place of its synthetic one (the ATen kernels,
+// runtime/aten_run.h): launch_op(op) calls it with op's accesses as the
+// kernel table has them and the device arena. On the host backend it runs on
+// the compute stream's thread and stream is null; on the CUDA backend it runs
+// on the issuing thread and must queue its work on `stream`, the compute
+// stream (a cudaStream_t), without waiting for it.
+using OpKernelHook = std::function<void(
+    int32_t op, std::span<const synthetic::KernelAccess> accesses, std::byte* arena, void* stream)>;
+
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -77,9 +77,9 @@ class DeviceArray {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device) : device_(device) {
-    SA_CUDA_CHECK(cudaSetDevice(device));
-    SA_CUDA_CHECK(cudaGetDeviceProperties(&props_, device));
+  explicit CudaBackend(const CudaBackendOptions& o) : device_(o.device), kernel_(o.kernel) {
+    SA_CUDA_CHECK(cudaSetDevice(device_));
+    SA_CUDA_CHECK(cudaGetDeviceProperties(&props_, device_));
     streams_ = std::vector<CudaStream>(kNumStreams);
   }
   ~CudaBackend() override {
@@ -138,6 +138,7 @@ class CudaBackend final : public Backend {
     synchronize();
     arena_ = arena;
     op_begin_ = table.op_begin;
+    if (kernel_) table_ = table;  // the hook gets each op's accesses on the host
     const int num_ops = static_cast<int>(op_begin_.size()) - 1;
     accesses_ = DeviceArray<synthetic::KernelAccess>(table.accesses.size());
     if (!table.accesses.empty())
@@ -165,6 +166,12 @@ class CudaBackend final : public Backend {
   void launch_op(int32_t op, double duration_us) override {
     if (op < 0 || op + 1 >= static_cast<int>(op_begin_.size()))
       throw_error("internal error: launch_op of an op without a kernel table");
+    if (kernel_) {
+      // The real kernels, queued on the compute stream by the issuing thread
+      // (OpKernelHook); the synthetic kernel's duration does not apply.
+      kernel_(op, table_.of(op), arena_, stream(Stream::kCompute));
+      return;
+    }
     const int begin = op_begin_[op];
     cuda::launch_op(stream(Stream::kCompute), blocks_[op], arena_, accesses_.get() + begin,
                     op_begin_[op + 1] - begin, op, scratch_.get() + op, slots_.get(),
@@ -195,6 +202,8 @@ class CudaBackend final : public Backend {
   cudaStream_t stream(Stream s) const { return streams_[static_cast<int>(s)].get(); }
 
   int device_;
+  OpKernelHook kernel_;
+  KernelTable table_;  // kept only for kernel_
   cudaDeviceProp props_{};
   std::vector<CudaStream> streams_;
   std::byte* arena_ = nullptr;
@@ -226,7 +235,8 @@ int cuda_device_count(std::string* why) {
   return n;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device) {
+std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& o) {
+  const int device = o.device;
   std::string why;
   const int n = cuda_device_count(&why);
   if (n == 0) throw_error(("the CUDA backend cannot run: " + why).c_str());
@@ -234,7 +244,7 @@ std::unique_ptr<Backend> make_cuda_backend(int device) {
     throw_error(
         ("no CUDA device " + std::to_string(device) + " (there are " + std::to_string(n) + ")")
             .c_str());
-  return std::make_unique<CudaBackend>(device);
+  return std::make_unique<CudaBackend>(o);
 }
 
 }  // namespace sa::runtime

@@ -25,7 +25,18 @@ bool cuda_backend_built();
 // backend is not built, the driver is missing or there is no device.
 int cuda_device_count(std::string* why = nullptr);
 
+struct CudaBackendOptions {
+  int device = 0;
+  // When set, launch_op calls it instead of launching the op's synthetic
+  // kernel: it queues the op's real kernels on the compute stream it is given
+  // (OpKernelHook, runtime/backend.h).
+  OpKernelHook kernel;
+};
+
 // Throws sa::Error when there is no such device (or no CUDA backend).
-std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options);
+inline std::unique_ptr<Backend> make_cuda_backend(int device = 0) {
+  return make_cuda_backend(CudaBackendOptions{device, {}});
+}
 
 }  // namespace sa::runtime

@@ -14,7 +14,7 @@ int cuda_device_count(std::string* why) {
   return 0;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int) {
+std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions&) {
   throw Error(
       "the CUDA backend is not available: this swapadvisor was built without the CUDA toolkit "
       "(install it and reconfigure; CMake looks for nvcc on PATH and in /usr/local/cuda)");

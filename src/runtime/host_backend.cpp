@@ -183,7 +183,7 @@ class HostBackend final : public Backend {
     worker(Stream::kCompute).submit([this, op, duration_us, issued] {
       const auto start = Clock::now();
       if (options_.kernel) {
-        options_.kernel(op, table_.of(op), arena_);
+        options_.kernel(op, table_.of(op), arena_, nullptr);
       } else {
         synthetic::BufferMem mem{arena_};
         synthetic::run_op(op, table_.of(op), mem, slots_.data());

@@ -30,11 +30,8 @@ struct HostBackendOptions {
   bool pace = false;      // false: copies are plain memcpy
   bool prefault = true;   // touch every page at allocation (not while timed)
   // When set, launch_op runs this instead of the op's synthetic kernel, on the
-  // compute stream's thread: the op's accesses as the kernel table has them
-  // and the arena (the ATen kernels, runtime/aten_run.h).
-  std::function<void(int32_t op, std::span<const synthetic::KernelAccess> accesses,
-                     std::byte* arena)>
-      kernel;
+  // compute stream's thread (with a null stream).
+  OpKernelHook kernel;
 };
 
 std::unique_ptr<Backend> make_host_backend(const HostBackendOptions& options);

@@ -213,22 +213,60 @@ TEST(AtenKernels, WithoutLibtorchSaysSo) {
   }
 }
 
+// A quick plan of a captured graph, written to the test's temp directory.
+std::string plan_at_60_percent(const std::string& graph, const std::string& name) {
+  const std::string plan = ::testing::TempDir() + "/" + name;
+  const auto planned = sa::testing::run_cli(
+      "plan " + graph + " --device v100-16gb --memory-fraction 0.6 --evaluations 20 -o " + plan);
+  EXPECT_EQ(planned.exit_code, 0) << planned.err;
+  return plan;
+}
+
 // The plugin (Note [ATen plugin]) missing where SA_ATEN_PLUGIN points is a
 // clear error naming the path, not a crash or a silent fallback.
 TEST(AtenPlugin, AMissingPluginIsAClearError) {
   const std::string graph = capture("tiny_cnn", "graph.json.gz");
-  const std::string plan = ::testing::TempDir() + "/sa_aten_plugin_plan.json";
-  const auto planned = sa::testing::run_cli("plan " + graph +
-                                            " --device v100-16gb --memory-fraction 0.6 "
-                                            "--evaluations 20 -o " +
-                                            plan);
-  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  const std::string plan = plan_at_60_percent(graph, "sa_aten_plugin_plan.json");
   setenv("SA_ATEN_PLUGIN", "/nonexistent/libswapadvisor_aten.so", 1);
   const auto r = sa::testing::run_cli("run " + graph + " " + plan + " --kernels aten");
   unsetenv("SA_ATEN_PLUGIN");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("/nonexistent/libswapadvisor_aten.so: not found"), std::string::npos)
       << r.err;
+  std::remove(plan.c_str());
+}
+
+// `run --kernels aten --backend cuda`: where the plugin has CUDA and there is
+// a GPU (scripts/gpu-check) it trains as the host backend does; elsewhere
+// it is a clear error that says what is missing, not a crash.
+TEST(AtenOnCuda, TrainsAsOnTheHostOrSaysWhyNot) {
+  if (!aten_available()) GTEST_SKIP() << "built without libtorch";
+  const std::string graph = capture("tiny_cnn", "graph.json.gz");
+  const std::string plan = plan_at_60_percent(graph, "sa_aten_cuda_plan.json");
+  const auto cuda = sa::testing::run_cli("run " + graph + " " + plan +
+                                         " --kernels aten --iterations 2 --backend cuda --json");
+  if (cuda.exit_code != 0) {
+    EXPECT_EQ(cuda.exit_code, 1) << cuda.err;
+    const bool says_why = cuda.err.find("without CUDA") != std::string::npos ||
+                          cuda.err.find("CUDA device") != std::string::npos ||
+                          cuda.err.find("without the CUDA toolkit") != std::string::npos;
+    EXPECT_TRUE(says_why) << cuda.err;
+    std::remove(plan.c_str());
+    GTEST_SKIP() << "no ATen kernels on CUDA here: " << cuda.err;
+  }
+  const auto host =
+      sa::testing::run_cli("run " + graph + " " + plan + " --kernels aten --iterations 2 --json");
+  ASSERT_EQ(host.exit_code, 0) << host.err;
+  const auto c = nlohmann::json::parse(cuda.out);
+  const auto h = nlohmann::json::parse(host.out);
+  ASSERT_EQ(c["losses"].size(), 2u);
+  // cuDNN and cuBLAS reduce in other orders than the CPU's kernels.
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_NEAR(c["losses"][i].get<double>(), h["losses"][i].get<double>(),
+                1e-3 * std::abs(h["losses"][i].get<double>()))
+        << "iteration " << i;
+  EXPECT_LE(c["peak_device_bytes"].get<int64_t>(), c["memory_budget_bytes"].get<int64_t>());
+  EXPECT_EQ(c["aten"]["outputs_copied"].get<int64_t>(), 0) << cuda.out;
   std::remove(plan.c_str());
 }
 

@@ -11,6 +11,11 @@
 #include "random_graph.h"
 #include "runtime/bandwidth.h"
 #include "runtime/cuda_backend.h"
+#if SA_TEST_CUDA_RUNTIME
+#include <cuda_runtime_api.h>
+
+#include "runtime/cuda_kernels.h"
+#endif
 #include "runtime/executor.h"
 #include "runtime/host_backend.h"
 #include "runtime/synthetic_op.h"
@@ -78,6 +83,51 @@ TEST(RuntimeCuda, LinkBandwidthIsMeasured) {
   EXPECT_GT(m.d2h_gbps, 1);
   EXPECT_GT(m.duplex_gbps, 1);
 }
+
+#if SA_TEST_CUDA_RUNTIME
+// An op kernel hook (the ATen kernels' way in) gets the compute stream and
+// queues its work there: the checksum launched after it on the compute
+// stream sees what the hook wrote, and the copy ordered after that by an
+// event reads it back.
+TEST(RuntimeCuda, AKernelHookQueuesItsWorkOnTheComputeStream) {
+  SA_REQUIRE_GPU();
+  const int64_t bytes = 1 << 22;
+  std::vector<int32_t> calls;
+  CudaBackendOptions o;
+  o.kernel = [&](int32_t op, std::span<const synthetic::KernelAccess> accesses, std::byte* arena,
+                 void* stream) {
+    calls.push_back(op);
+    ASSERT_NE(stream, nullptr);
+    ASSERT_EQ(accesses.size(), 1u);
+    // Slow enough that a hook on another stream would lose the race.
+    cuda::launch_delay(static_cast<cudaStream_t>(stream), 2'000'000);
+    ASSERT_EQ(cudaMemsetAsync(arena + accesses[0].offset, 0x5a, accesses[0].bytes,
+                              static_cast<cudaStream_t>(stream)),
+              cudaSuccess);
+  };
+  auto b = make_cuda_backend(o);
+  Buffer dev = b->alloc_device(bytes);
+  Buffer back = b->alloc_host(bytes);
+  KernelTable table;
+  table.accesses.push_back(synthetic::KernelAccess{});
+  table.accesses[0].offset = 0;
+  table.accesses[0].bytes = bytes;
+  table.op_begin = {0, 1};
+  b->load_kernels(table, dev.data(), 1);
+  b->clear_slots();
+  b->launch_op(0, 0);
+  b->launch_checksum(dev.data(), bytes, 0);
+  auto done = b->create_event();
+  b->record(Stream::kCompute, *done);
+  b->wait(Stream::kD2H, *done);
+  b->copy_d2h(back.data(), dev.data(), bytes);
+  b->synchronize();
+  EXPECT_EQ(calls, std::vector<int32_t>{0});
+  std::vector<std::byte> expect(bytes, std::byte{0x5a});
+  EXPECT_EQ(b->read_slots()[0], synthetic::checksum_buffer(expect.data(), bytes));
+  EXPECT_EQ(std::memcmp(back.data(), expect.data(), bytes), 0);
+}
+#endif
 
 TEST(RuntimeCuda, WithoutAGpuTheBackendSaysWhy) {
   std::string why;
