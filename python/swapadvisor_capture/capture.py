@@ -99,8 +99,9 @@ def _no_profiler_markers():
 
 
 def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, device="cpu",
-            name=None, align=64, check_mutations=True, seed=0):
-    setup = load_entry(entry, seed=seed)
+            name=None, align=64, check_mutations=True, seed=0, entry_args=None):
+    """entry_args: keyword arguments for the entry point's build()."""
+    setup = load_entry(entry, seed=seed, args=entry_args)
     opt_name, opt_cfg = optimizer_config(setup, optimizer, lr=lr, momentum=momentum,
                                          weight_decay=weight_decay)
     dev = torch.device(device)
@@ -191,7 +192,9 @@ def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, de
         g_ops.append(e)
     src = (f"swapadvisor-capture {__version__}: torch {torch.__version__}, one {opt_name} "
            f"training iteration recorded at the ATen dispatcher on {dev.type} "
-           f"({os.path.basename(entry)}); bytes are storage bytes rounded up to {align}")
+           f"({os.path.basename(entry)}" +
+           "".join(f", {k}={v!r}" for k, v in sorted((entry_args or {}).items())) +
+           f"); bytes are storage bytes rounded up to {align}")
     cap.graph = {"format": "swapadvisor-graph", "version": 1, "name": name, "source": src,
                  "tensors": g_tensors, "ops": g_ops}
 

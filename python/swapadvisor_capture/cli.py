@@ -2,7 +2,8 @@
 
     swapadvisor-capture ENTRY.py [-o PREFIX] [--optimizer sgd|adam] [--profile] ...
     swapadvisor-capture replay PREFIX [--iterations N] [--device D]
-    swapadvisor-capture eager ENTRY.py [--iterations N] [--save-values FILE --graph G]
+    swapadvisor-capture eager ENTRY.py [--iterations N] [--warmup N] [--save-on-cpu]
+                              [--save-values FILE --graph G]
     swapadvisor-capture compare A.values.bin B.values.bin --graph G [--rtol R]
     swapadvisor-capture profile PREFIX [--device cuda] [--iterations N]
 """
@@ -23,6 +24,9 @@ def _opt_args(p):
     p.add_argument("--momentum", type=float, default=None, help="sgd (default 0.9)")
     p.add_argument("--weight-decay", type=float, default=None)
     p.add_argument("--seed", type=int, default=0, help="torch.manual_seed before build()")
+    p.add_argument("--entry-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="a keyword argument for the entry point's build(), e.g. batch=4 "
+                        "(VALUE a Python literal, else a string; repeatable)")
 
 
 def _write_time_us(graph_path, times):
@@ -71,9 +75,11 @@ def cmd_capture(argv):
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     a = p.parse_args(argv)
     from .capture import capture
+    from .entry import parse_entry_args
+    entry_args = parse_entry_args(a.entry_arg)
     cap = capture(a.entry, optimizer=a.optimizer, lr=a.lr, momentum=a.momentum,
                   weight_decay=a.weight_decay, device=a.device, name=a.name, align=a.align,
-                  check_mutations=not a.no_mutation_check, seed=a.seed)
+                  check_mutations=not a.no_mutation_check, seed=a.seed, entry_args=entry_args)
     prefix = a.output or os.path.splitext(os.path.basename(a.entry))[0]
     files = cap.write(prefix)
     rec = cap.recorder
@@ -85,6 +91,7 @@ def cmd_capture(argv):
         "flop_formula_fallbacks": dict(rec.flop_fallbacks),
         "undeclared_writes": dict(rec.undeclared), "random_ops": dict(rec.random_ops),
         "constants": rec.num_constants, "unused_state": cap.unused_state,
+        "entry_args": entry_args,
     }
     for name, what in ((rec.random_ops, "random ops (a replay draws new numbers): "),
                        (rec.undeclared, "ops that wrote arguments their schema does not mark "
@@ -145,35 +152,59 @@ def cmd_eager(argv):
     p = argparse.ArgumentParser(prog="swapadvisor-capture eager",
                                 description="train the entry point with plain PyTorch")
     p.add_argument("entry")
-    p.add_argument("--iterations", type=int, default=1)
+    p.add_argument("--iterations", type=int, default=1, help="timed iterations (default 1)")
+    p.add_argument("--warmup", type=int, default=0,
+                   help="untimed iterations before them (default 0; their losses come first)")
     p.add_argument("--device", default="cpu")
     _opt_args(p)
+    p.add_argument("--save-on-cpu", action="store_true",
+                   help="forward and backward inside torch.autograd.graph.save_on_cpu "
+                        "(pin_memory on CUDA): saved activations live in host memory")
+    p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (default: torch's)")
     p.add_argument("--initial", help="a capture's values file: check build() made these values")
     p.add_argument("--graph", help="the capture's graph (names -> tensor ids)")
     p.add_argument("--save-values", help="write the final persistent values (needs --graph)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
+    if a.iterations < 0 or a.warmup < 0:
+        raise CaptureError("--iterations and --warmup must be at least 0")
+    if a.save_values and not a.graph:
+        raise CaptureError("--save-values needs --graph")
+    import torch
     from .capture import read_json_gz
-    from .reference import eager_train
+    from .entry import parse_entry_args
+    from .reference import eager_run
     from .values import write_values
-    losses, state = eager_train(a.entry, a.iterations, a.optimizer, a.lr, a.momentum,
-                                a.weight_decay, a.device, a.seed, a.initial, a.graph)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    run = eager_run(a.entry, a.iterations, a.optimizer, a.lr, a.momentum, a.weight_decay,
+                    a.device, a.seed, a.initial, a.graph,
+                    entry_args=parse_entry_args(a.entry_arg), save_on_cpu=a.save_on_cpu,
+                    warmup=a.warmup, keep_state=bool(a.save_values))
     if a.save_values:
-        if not a.graph:
-            raise CaptureError("--save-values needs --graph")
         g = read_json_gz(a.graph)
         entries = []
         for t in g["tensors"]:
-            if t["kind"] in ("param", "buffer", "optimizer_state") and t.get("name") in state:
-                x = state[t["name"]].contiguous()
+            if t["kind"] in ("param", "buffer", "optimizer_state") and t.get("name") in run.state:
+                x = run.state[t["name"]].contiguous()
                 entries.append((t["id"], t["name"], t["kind"],
-                                x.view(-1).view(__import__("torch").uint8) if x.numel() else x))
+                                x.view(-1).view(torch.uint8) if x.numel() else x))
         write_values(a.save_values, entries, g["name"])
+    median = run.median_iteration_s()
     if a.json:
-        print(json.dumps({"losses": losses}))
+        print(json.dumps({"losses": run.losses, "warmup": a.warmup, "device": a.device,
+                          "save_on_cpu": a.save_on_cpu, "threads": torch.get_num_threads(),
+                          "iteration_s": run.iteration_s, "median_iteration_s": median,
+                          "peak_device_bytes": run.peak_device_bytes,
+                          "peak_device_reserved_bytes": run.peak_device_reserved_bytes}))
     else:
-        for i, l in enumerate(losses):
-            print(f"iteration {i} loss {l!r}")
+        for i, l in enumerate(run.losses):
+            print(f"iteration {i} loss {l!r}" + (" (warm-up)" if i < a.warmup else ""))
+        if median is not None:
+            print(f"median iteration {median * 1000:.3f} ms of {len(run.iteration_s)}"
+                  + (f", peak device memory {run.peak_device_bytes} bytes allocated"
+                     if run.peak_device_bytes is not None else "")
+                  + (" (save_on_cpu)" if a.save_on_cpu else ""))
     return 0
 
 
@@ -230,6 +261,9 @@ def main(argv=None):
             return cmds[argv[0]](argv[1:])
         return cmd_capture(argv)
     except CaptureError as e:
+        print(f"swapadvisor-capture: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
         print(f"swapadvisor-capture: error: {e}", file=sys.stderr)
         return 1
     except ImportError as e:

@@ -12,10 +12,15 @@ An entry point is a Python file defining
     loss = loss_fn(model(*inputs), target); loss.backward(); optimizer.step()
 
 build() is called after torch.manual_seed(seed), so that the capture and the
-eager reference build the same model.
+eager reference build the same model. build() may take keyword arguments
+(e.g. build(batch=32, image_size=224)): `--entry-arg KEY=VALUE` on the
+command line passes them (parse_entry_args), so one file serves several
+sizes without editing it.
 """
 
+import ast
 import importlib.util
+import inspect
 import os
 
 import torch
@@ -33,7 +38,41 @@ class Setup:
         self.path = path
 
 
-def load_entry(path, seed=0):
+def parse_entry_args(items):
+    """{"batch": 4, ...} from ["batch=4", ...]: each KEY=VALUE, VALUE a Python
+    literal (4, 0.5, True, None, "x", (1, 2)) or else the string as it is."""
+    out = {}
+    for item in items or ():
+        key, eq, text = item.partition("=")
+        key = key.strip()
+        if not eq or not key.isidentifier():
+            raise CaptureError(f"--entry-arg {item!r}: expected KEY=VALUE, KEY a Python identifier")
+        try:
+            out[key] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            out[key] = text
+    return out
+
+
+def _check_entry_args(path, build, args):
+    try:
+        sig = inspect.signature(build)
+    except (TypeError, ValueError):
+        return  # a builtin or C callable: let the call say what is wrong
+    params = sig.parameters.values()
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    unknown = sorted(set(args) - names)
+    if unknown:
+        takes = ", ".join(sorted(names)) or "no arguments"
+        raise CaptureError(f"{path}: build() takes no argument {', '.join(unknown)} "
+                           f"(--entry-arg; it takes {takes})")
+
+
+def load_entry(path, seed=0, args=None):
+    """Loads the entry point and calls build(**args) after
+    torch.manual_seed(seed)."""
     if not os.path.exists(path):
         raise CaptureError(f"{path}: no such entry point file")
     name = "swapadvisor_entry_" + os.path.splitext(os.path.basename(path))[0].replace("-", "_")
@@ -42,8 +81,11 @@ def load_entry(path, seed=0):
     spec.loader.exec_module(mod)
     if not hasattr(mod, "build"):
         raise CaptureError(f"{path}: defines no build() (it must return model, make_batch, loss_fn)")
+    args = dict(args or {})
+    if args:
+        _check_entry_args(path, mod.build, args)
     torch.manual_seed(seed)
-    built = mod.build()
+    built = mod.build(**args)
     if isinstance(built, dict):
         missing = [k for k in ("model", "make_batch", "loss_fn") if k not in built]
         if missing:

@@ -1,7 +1,9 @@
 """The eager reference: the entry point trained by plain PyTorch, and the
 comparison of two sets of final values."""
 
+import contextlib
 import math
+import time
 
 import torch
 
@@ -12,16 +14,48 @@ from .errors import CaptureError
 from .values import as_tensor, read_values
 
 
-def eager_train(entry, iterations, optimizer=None, lr=None, momentum=None, weight_decay=None,
-                device="cpu", seed=0, initial=None, graph=None):
-    """Trains the entry point for `iterations` steps, gradients set to None
-    before each. initial/graph: a values file and its graph, whose values
-    (matched by name) are loaded first and must equal what build() made.
-    Returns (losses, {name: tensor}) of the final state."""
-    setup = load_entry(entry, seed=seed)
+class EagerRun:
+    """What eager_run() measured.
+
+    losses: every iteration's loss, the warm-up iterations' first;
+    iteration_s: the wall time of each timed iteration (after the warm-up),
+    with the device synchronized before and after it on CUDA;
+    peak_device_bytes / peak_device_reserved_bytes:
+    torch.cuda.max_memory_allocated / max_memory_reserved over the timed
+    iterations (None off CUDA); state: {name: CPU tensor} of the final
+    parameters, buffers and optimizer state (None unless asked for)."""
+
+    def __init__(self):
+        self.losses = []
+        self.iteration_s = []
+        self.peak_device_bytes = None
+        self.peak_device_reserved_bytes = None
+        self.state = None
+
+    def median_iteration_s(self):
+        t = sorted(self.iteration_s)
+        if not t:
+            return None
+        m = len(t) // 2
+        return t[m] if len(t) % 2 else (t[m - 1] + t[m]) / 2
+
+
+def eager_run(entry, iterations, optimizer=None, lr=None, momentum=None, weight_decay=None,
+              device="cpu", seed=0, initial=None, graph=None, entry_args=None,
+              save_on_cpu=False, warmup=0, keep_state=True):
+    """Trains the entry point for `warmup` untimed and then `iterations`
+    timed steps, gradients set to None before each. initial/graph: a values
+    file and its graph, whose values (matched by name) are loaded first and
+    must equal what build() made. entry_args: keyword arguments for build().
+    save_on_cpu: forward and backward inside
+    torch.autograd.graph.save_on_cpu (pinned host memory on CUDA; CPU-only
+    torch cannot pin), which keeps the tensors autograd saves for the
+    backward pass in host memory. Returns an EagerRun."""
+    setup = load_entry(entry, seed=seed, args=entry_args)
     opt_name, cfg = optimizer_config(setup, optimizer, lr=lr, momentum=momentum,
                                      weight_decay=weight_decay)
     dev = torch.device(device)
+    cuda = dev.type == "cuda"
     model, inputs, target, opt = prepare(setup, dev, opt_name, cfg)
     state = {n: t for n, t, _ in named_state(model, opt)}
     if initial is not None:
@@ -30,16 +64,56 @@ def eager_train(entry, iterations, optimizer=None, lr=None, momentum=None, weigh
         for t in g["tensors"]:
             if t["id"] in vals and t.get("name") in state:
                 dst = state[t["name"]]
-                src = as_tensor(vals[t["id"]]).view(dst.dtype).view(dst.shape)
+                src = as_tensor(vals[t["id"]])
+                if src.numel() != dst.numel() * dst.element_size():
+                    raise CaptureError(f"initial value of {t['name']} has {src.numel()} bytes; "
+                                       f"build() made {list(dst.shape)} {dst.dtype} (other "
+                                       "sizes: were the same --entry-arg values given?)")
+                src = src.view(dst.dtype).view(dst.shape)
                 if not torch.equal(src, dst.detach().cpu()):
                     raise CaptureError(f"initial value of {t['name']} differs from what build() "
                                        "made (is build() deterministic under torch.manual_seed?)")
-    losses = []
-    for _ in range(iterations):
+    if save_on_cpu:
+        def saving():
+            return torch.autograd.graph.save_on_cpu(pin_memory=cuda)
+    else:
+        saving = contextlib.nullcontext
+    run = EagerRun()
+    for i in range(warmup + iterations):
+        timed = i >= warmup
+        if cuda:
+            torch.cuda.synchronize(dev)
+            if i == warmup:
+                torch.cuda.reset_peak_memory_stats(dev)
+        t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = train_step(model, inputs, target, setup.loss_fn, opt)
-        losses.append(float(loss.detach().float().cpu()))
-    return losses, {n: t.detach().cpu().clone() for n, t in state.items()}
+        with saving():
+            loss = train_step(model, inputs, target, setup.loss_fn, opt)
+        if cuda:
+            torch.cuda.synchronize(dev)
+        t1 = time.perf_counter()
+        if timed:
+            run.iteration_s.append(t1 - t0)
+        run.losses.append(float(loss.detach().float().cpu()))
+        del loss
+    if cuda and iterations:
+        run.peak_device_bytes = torch.cuda.max_memory_allocated(dev)
+        run.peak_device_reserved_bytes = torch.cuda.max_memory_reserved(dev)
+    if keep_state:
+        run.state = {n: t.detach().cpu().clone() for n, t in state.items()}
+    return run
+
+
+def eager_train(entry, iterations, optimizer=None, lr=None, momentum=None, weight_decay=None,
+                device="cpu", seed=0, initial=None, graph=None, entry_args=None):
+    """Trains the entry point for `iterations` steps, gradients set to None
+    before each (eager_run without warm-up or save_on_cpu). initial/graph: a
+    values file and its graph, whose values (matched by name) are loaded
+    first and must equal what build() made. Returns (losses, {name: tensor})
+    of the final state."""
+    r = eager_run(entry, iterations, optimizer, lr, momentum, weight_decay, device, seed,
+                  initial, graph, entry_args=entry_args)
+    return r.losses, r.state
 
 
 def tensors_by_name(values_path, graph_path):

@@ -190,9 +190,77 @@ def check_meta(cli, tmp):
     check(r.returncode == 0, f"stats accepts the meta capture: {r.stderr.strip()[:300]}")
 
 
+def eager_json(args):
+    r = run([sys.executable, CAPTURE, "eager"] + args + ["--json"])
+    if not check(r.returncode == 0, f"eager {' '.join(args)}: {r.stderr.strip()[:300]}"):
+        return None
+    return json.loads(r.stdout)
+
+
+def check_entry_args_and_eager(cli, tmp):
+    """--entry-arg (capture and eager), and eager's --warmup, timing and
+    --save-on-cpu."""
+    from swapadvisor_capture.entry import parse_entry_args
+    from swapadvisor_capture.errors import CaptureError
+    check(parse_entry_args(["batch=4", "lr=0.5", "name=abc", "t=(1, 2)", "s='x'", "f=False"]) ==
+          {"batch": 4, "lr": 0.5, "name": "abc", "t": (1, 2), "s": "x", "f": False},
+          "parse_entry_args: literals, else strings")
+    for bad in ("batch", "=4", "1x=2"):
+        try:
+            parse_entry_args([bad])
+            check(False, f"parse_entry_args rejects {bad!r}")
+        except CaptureError:
+            pass
+
+    entry = "tests/capture/entries/sized_mlp.py"
+    sized = ["--entry-arg", "batch=3", "--entry-arg", "hidden=8"]
+    prefix = os.path.join(tmp, "sized_mlp")
+    summary = capture(entry, "sgd", sized, prefix)
+    check(summary["entry_args"] == {"batch": 3, "hidden": 8}, "the summary names the entry args")
+    g = read_json_gz(prefix + ".graph.json.gz")
+    shapes = {t.get("name"): t.get("shape") for t in g["tensors"]}
+    check(shapes.get("input") == [3, 6] and shapes.get("0.weight") == [8, 6],
+          f"build(batch=3, hidden=8) was captured (input {shapes.get('input')}, "
+          f"0.weight {shapes.get('0.weight')})")
+    check("batch=3" in g["source"], "the graph's source names the entry args")
+    r = run([cli, "stats", prefix + ".graph.json.gz", "--json"])
+    check(r.returncode == 0, f"stats accepts the capture: {r.stderr.strip()[:300]}")
+
+    # Eager from the captured values (--initial checks build() made them).
+    plain = eager_json([entry, "--optimizer", "sgd", "--iterations", "2", "--warmup", "1",
+                        "--initial", prefix + ".values.bin", "--graph", prefix + ".graph.json.gz"]
+                       + sized)
+    if plain:
+        check(len(plain["losses"]) == 3 and len(plain["iteration_s"]) == 2,
+              "eager --warmup 1 --iterations 2: 3 losses, 2 times")
+        check(all(t > 0 for t in plain["iteration_s"]) and
+              min(plain["iteration_s"]) <= plain["median_iteration_s"] <= max(plain["iteration_s"]),
+              "eager: positive times and their median")
+        check(plain["peak_device_bytes"] is None and plain["warmup"] == 1 and
+              plain["save_on_cpu"] is False, "eager on cpu: no device peak")
+        check(math.isclose(plain["losses"][0], summary["loss"], rel_tol=1e-6),
+              f"eager's first loss {plain['losses'][0]} is the captured {summary['loss']}")
+    soc = eager_json([entry, "--optimizer", "sgd", "--iterations", "2", "--warmup", "1",
+                      "--save-on-cpu"] + sized)
+    if plain and soc:
+        print(f"  losses {plain['losses']}, with save_on_cpu {soc['losses']}")
+        check(soc["save_on_cpu"] is True and soc["losses"] == plain["losses"],
+              "save_on_cpu trains exactly as plain eager on the CPU")
+    # Without the args the initial values do not match; an unknown arg is an error.
+    r = run([sys.executable, CAPTURE, "eager", entry, "--initial", prefix + ".values.bin",
+             "--graph", prefix + ".graph.json.gz"])
+    check(r.returncode == 1 and "--entry-arg" in r.stderr and "Traceback" not in r.stderr,
+          f"eager without the entry args: the initial values differ: {r.stderr.strip()[:300]}")
+    r = run([sys.executable, CAPTURE, entry, "--entry-arg", "depth=3", "-o", prefix])
+    check(r.returncode == 1 and "takes no argument depth" in r.stderr
+          and "Traceback" not in r.stderr, f"an unknown entry arg is named: {r.stderr.strip()[:300]}")
+    print(f"  {r.stderr.strip()[:160]}")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--case", required=True, help=", ".join(list(CASES) + ["errors", "meta"]))
+    ap.add_argument("--case", required=True,
+                    help=", ".join(list(CASES) + ["errors", "meta", "entry-args"]))
     ap.add_argument("--cli", required=True, help="the swapadvisor executable")
     ap.add_argument("--keep", help="write the capture under this prefix instead of a temp dir")
     a = ap.parse_args()
@@ -201,6 +269,8 @@ def main():
             check_errors(tmp)
         elif a.case == "meta":
             check_meta(a.cli, tmp)
+        elif a.case == "entry-args":
+            check_entry_args_and_eager(a.cli, tmp)
         else:
             entry, opt, extra = CASES[a.case]
             prefix = a.keep or os.path.join(tmp, a.case)
