@@ -5,11 +5,19 @@ batch 4, vocabulary 500. Dropout is 0 so that a replay is deterministic.
 
     swapadvisor-capture examples/transformer_lm.py --optimizer adam -o out/transformer_lm
 """
+import inspect
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 VOCAB, D, HEADS, FF, LAYERS, SEQ, BATCH = 500, 64, 4, 128, 2, 32, 4
+
+# torch 2.x's nn.TransformerEncoder compares a mask with a causal one in
+# Python (a data-dependent read a capture cannot replay) unless told whether
+# it is causal; torch 1.13's has no such argument.
+CAUSAL = ({"is_causal": True}
+          if "is_causal" in inspect.signature(nn.TransformerEncoder.forward).parameters else {})
 
 
 class TransformerLM(nn.Module):
@@ -28,7 +36,7 @@ class TransformerLM(nn.Module):
 
     def forward(self, tokens):  # tokens: [SEQ, BATCH]
         x = self.emb(tokens) + self.pos
-        x = self.enc(x, mask=self.causal_mask)
+        x = self.enc(x, mask=self.causal_mask, **CAUSAL)
         return self.out(self.norm(x))
 
 

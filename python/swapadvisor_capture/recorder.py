@@ -48,6 +48,9 @@ _UNDECLARED_WRITES = {
     "native_batch_norm": (("running_mean", "running_var"), lambda a: bool(a.get("training"))),
     "cudnn_batch_norm": (("running_mean", "running_var"), lambda a: bool(a.get("training"))),
     "miopen_batch_norm": (("running_mean", "running_var"), lambda a: bool(a.get("training"))),
+    # torch 2.x's oneDNN LSTM on the CPU: the backward reuses the forward's
+    # workspace as scratch
+    "mkldnn_rnn_layer_backward": (("workspace",), lambda a: True),
 }
 
 # Ops whose result depends on tensor values in a way a replay cannot follow:

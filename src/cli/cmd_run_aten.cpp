@@ -42,6 +42,14 @@ void run_aten(const AtenRunArgs& a) {
     throw Error(fmt::format("--kernels aten: unknown backend '{}' (host or cuda)", a.backend));
   const runtime::AtenProgram program = runtime::read_aten_program(exec, g);
   const runtime::ValuesFile initial = runtime::read_values_file(values);
+  if (runtime::aten_available() &&
+      !runtime::same_torch_release(program.torch_version, runtime::aten_torch_version()))
+    fmt::print(stderr,
+               "swapadvisor: warning: {} was captured with torch {}, the kernels are libtorch "
+               "{}'s: an op may compute differently across releases (capture again with the "
+               "torch this swapadvisor was built against to compare with eager PyTorch)\n",
+               exec, program.torch_version.empty() ? "(unknown)" : program.torch_version,
+               runtime::aten_torch_version());
   runtime::AtenRunOptions o;
   o.iterations = a.iterations;
   o.aten.threads = a.threads;

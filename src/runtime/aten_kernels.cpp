@@ -575,6 +575,6 @@ static std::unique_ptr<AtenKernels> make_torch_kernels(const Graph& g, const Ate
 
 extern "C" __attribute__((visibility("default"))) const sa::runtime::AtenPlugin* sa_aten_plugin() {
   static const sa::runtime::AtenPlugin plugin{sa::runtime::kAtenPluginAbi, SA_VERSION,
-                                              &sa::runtime::make_torch_kernels};
+                                              TORCH_VERSION, &sa::runtime::make_torch_kernels};
   return &plugin;
 }

@@ -50,6 +50,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/graph.h"
@@ -107,6 +108,14 @@ class AtenKernels {
 bool aten_available();
 // Why it does not (empty when it does).
 std::string aten_unavailable_reason();
+// The libtorch version the plugin was built with, e.g. "2.6.0" (empty
+// without a plugin).
+std::string aten_torch_version();
+// Whether a capture made with torch `captured` ("1.13.0a0+git...") runs on
+// the same release's kernels as `kernels` (major and minor equal). Across
+// releases an op's kernel may compute differently, so the capture's eager
+// reference need not be reproduced.
+bool same_torch_release(std::string_view captured, std::string_view kernels);
 
 // Throws sa::Error when the plugin does not load (built without libtorch),
 // when the device is not available, or when this libtorch lacks one of the
@@ -115,10 +124,11 @@ std::unique_ptr<AtenKernels> make_aten_kernels(const Graph& g, const AtenProgram
                                                const AtenOptions& o);
 
 // What the plugin exports (extern "C" sa_aten_plugin()).
-inline constexpr int kAtenPluginAbi = 1;
+inline constexpr int kAtenPluginAbi = 2;
 struct AtenPlugin {
-  int abi = kAtenPluginAbi;
-  const char* version = "";  // swapadvisor's version, as built
+  int abi = kAtenPluginAbi;        // first, so that any plugin's can be read
+  const char* version = "";        // swapadvisor's version, as built
+  const char* torch_version = "";  // libtorch's (TORCH_VERSION)
   std::unique_ptr<AtenKernels> (*make)(const Graph&, const AtenProgram&,
                                        const AtenOptions&) = nullptr;
 };

@@ -89,6 +89,21 @@ std::string aten_unavailable_reason() {
   return loaded().reason;
 }
 
+std::string aten_torch_version() {
+  const Loaded& l = loaded();
+  return l.plugin ? l.plugin->torch_version : "";
+}
+
+bool same_torch_release(std::string_view captured, std::string_view kernels) {
+  // "major.minor." of each: the text up to the second dot
+  auto release = [](std::string_view v) {
+    const size_t dot = v.find('.');
+    if (dot == std::string_view::npos) return v;
+    return v.substr(0, v.find('.', dot + 1));
+  };
+  return !captured.empty() && release(captured) == release(kernels);
+}
+
 std::unique_ptr<AtenKernels> make_aten_kernels(const Graph& g, const AtenProgram& p,
                                                const AtenOptions& o) {
   const Loaded& l = loaded();
