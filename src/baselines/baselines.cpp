@@ -92,6 +92,7 @@ MethodResult run_baseline(std::string_view name, const Problem& pb) {
       return r;
     }
     opt.eviction = EvictionPolicy::kLru;
+    opt.deadline_copy_order = false;  // Note [Copy order] is this project's, not the baseline's
     if (!planner.plan(order, a, pb.budget, opt, &r.plan, &why)) {
       r.why = why;
       return r;

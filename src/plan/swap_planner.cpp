@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <queue>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -67,6 +69,8 @@ class SwapPlanner::Pass {
 
  private:
   bool run(const std::vector<ResidentTensor>& resident, bool fix_up);
+  std::vector<int32_t> by_key(std::span<const int32_t> visit) const;
+  bool order_swap_ins(std::vector<int32_t>* visit);
   void place_op(int i);
   void after_op(int i, StepId compute);
   void fetch(ItemId x, int i);
@@ -513,24 +517,129 @@ std::vector<ResidentTensor> SwapPlanner::Pass::run_passes(std::span<const int32_
   }
 }
 
+// The steps sorted on (key_pos, rank), stably in the order of `visit` (a
+// counting sort): result[k] is the step that goes k-th.
+std::vector<int32_t> SwapPlanner::Pass::by_key(std::span<const int32_t> visit) const {
+  const int buckets = (m_ + 1) * 3;
+  std::vector<int32_t> begin(buckets + 1, 0);
+  auto bucket_of = [&](const TempStep& t) { return (t.key_pos + 1) * 3 + rank_of(t.kind); };
+  for (const TempStep& t : steps_)
+    ++begin[bucket_of(t) + 1];
+  for (int b = 0; b < buckets; ++b)
+    begin[b + 1] += begin[b];
+  std::vector<int32_t> sorted(steps_.size());
+  for (int32_t k : visit)
+    sorted[begin[bucket_of(steps_[k])]++] = k;
+  return sorted;
+}
+
+// Note [Copy order]: rekeys the swap-ins and puts them into *visit in the
+// order the host-to-device stream should run them. Leaves everything as it
+// is (and returns false) when some step other than an op waits for a
+// swap-in, which only directives make happen.
+bool SwapPlanner::Pass::order_swap_ins(std::vector<int32_t>* visit) {
+  const int num_steps = static_cast<int>(steps_.size());
+  std::vector<int32_t> deadline(num_steps, m_);
+  std::vector<int32_t> ins;
+  for (int k = 0; k < num_steps; ++k) {
+    const TempStep& t = steps_[k];
+    if (t.kind == StepKind::kSwapIn) ins.push_back(k);
+    for (int w = t.wait_begin; w < t.wait_end; ++w) {
+      if (steps_[waits_[w]].kind != StepKind::kSwapIn) continue;
+      if (t.kind != StepKind::kCompute) return false;
+      deadline[waits_[w]] = std::min(deadline[waits_[w]], t.key_pos);
+    }
+  }
+  if (ins.size() < 2) return false;
+  // Estimated times, in the release order: ops end at their prefix time,
+  // device-to-host copies run one after another, swap-ins are ready when
+  // their waits end (and end a copy's time later, for what waits on them).
+  const double h2d = device_.h2d_bytes_per_us(), d2h = device_.d2h_bytes_per_us();
+  std::vector<double> end(num_steps, 0.0), ready(num_steps, 0.0);
+  double d2h_free = 0;
+  for (int32_t k : by_key(*visit)) {
+    const TempStep& t = steps_[k];
+    double after = 0;
+    for (int w = t.wait_begin; w < t.wait_end; ++w)
+      after = std::max(after, end[waits_[w]]);
+    switch (t.kind) {
+      case StepKind::kCompute:
+        end[k] = prefix_[t.key_pos + 1];
+        break;
+      case StepKind::kDrop:
+        end[k] = after;
+        break;
+      case StepKind::kSwapOut:
+        d2h_free = std::max(d2h_free, after) + static_cast<double>(bytes_[t.subject]) / d2h;
+        end[k] = d2h_free;
+        break;
+      case StepKind::kSwapIn:
+        ready[k] = after;
+        end[k] = after + static_cast<double>(bytes_[t.subject]) / h2d;
+        break;
+    }
+  }
+  // Earliest deadline first among the ready swap-ins, unless its key would
+  // pass another's deadline; then the most urgent one goes first.
+  auto urgency = [&](int32_t k) { return std::tuple(deadline[k], steps_[k].key_pos, k); };
+  std::vector<int32_t> by_ready = ins, by_deadline = ins;
+  std::sort(by_ready.begin(), by_ready.end(), [&](int32_t a, int32_t b) {
+    return std::tuple(ready[a], steps_[a].key_pos, a) < std::tuple(ready[b], steps_[b].key_pos, b);
+  });
+  std::sort(by_deadline.begin(), by_deadline.end(),
+            [&](int32_t a, int32_t b) { return urgency(a) < urgency(b); });
+  auto later = [&](int32_t a, int32_t b) { return urgency(a) > urgency(b); };
+  std::priority_queue<int32_t, std::vector<int32_t>, decltype(later)> heap(later);
+  std::vector<uint8_t> placed(num_steps, 0);
+  std::vector<int32_t> sequence;
+  sequence.reserve(ins.size());
+  size_t next_ready = 0, next_urgent = 0;
+  double link_free = 0;
+  int32_t floor = -1;
+  while (sequence.size() < ins.size()) {
+    while (placed[by_deadline[next_urgent]])
+      ++next_urgent;
+    const int32_t urgent = by_deadline[next_urgent];
+    while (!heap.empty() && placed[heap.top()])
+      heap.pop();
+    while (next_ready < by_ready.size() && placed[by_ready[next_ready]])
+      ++next_ready;
+    if (heap.empty()) link_free = std::max(link_free, ready[by_ready[next_ready]]);
+    for (; next_ready < by_ready.size() && ready[by_ready[next_ready]] <= link_free; ++next_ready)
+      if (!placed[by_ready[next_ready]]) heap.push(by_ready[next_ready]);
+    int32_t k = heap.top();
+    if (steps_[k].key_pos >= deadline[urgent]) k = urgent;
+    placed[k] = 1;
+    sequence.push_back(k);
+    floor = std::max(floor, steps_[k].key_pos);
+    SA_CHECK(floor < deadline[k], "swap-in {} keyed at {} after its first user at {}", k, floor,
+             deadline[k]);
+    steps_[k].key_pos = floor;
+    link_free =
+        std::max(link_free, ready[k]) + static_cast<double>(bytes_[steps_[k].subject]) / h2d;
+  }
+  // The swap-ins take their slots of *visit in sequence order.
+  size_t next = 0;
+  for (int32_t& k : *visit)
+    if (steps_[k].kind == StepKind::kSwapIn) k = sequence[next++];
+  return true;
+}
+
 void SwapPlanner::Pass::emit(std::span<const int32_t> cnt, int64_t budget,
                              std::vector<ResidentTensor> resident, Plan* out) {
-  // Order the steps: a stable counting sort on (key_pos, rank).
+  // Order the steps on (key_pos, rank), swap-ins in deadline order when
+  // that is asked for (Note [Copy order]).
   Plan& p = *out;
   p.clear();
   const int num_steps = static_cast<int>(steps_.size());
-  const int buckets = (m_ + 1) * 3;
-  std::vector<int32_t> bucket_begin(buckets + 1, 0);
-  auto bucket_of = [&](const TempStep& t) { return (t.key_pos + 1) * 3 + rank_of(t.kind); };
-  for (const TempStep& t : steps_)
-    ++bucket_begin[bucket_of(t) + 1];
-  for (int b = 0; b < buckets; ++b)
-    bucket_begin[b + 1] += bucket_begin[b];
-  std::vector<StepId> new_id(num_steps), old_of(num_steps);
+  std::vector<int32_t> visit(num_steps);
   for (int k = 0; k < num_steps; ++k)
-    new_id[k] = bucket_begin[bucket_of(steps_[k])]++;
+    visit[k] = k;
+  if (opt_.deadline_copy_order && dir_ == nullptr) order_swap_ins(&visit);
+  const std::vector<StepId> old_of = by_key(visit);
+  std::vector<StepId> new_id(num_steps);
   for (int k = 0; k < num_steps; ++k)
-    old_of[new_id[k]] = k;
+    new_id[old_of[k]] = k;
   p.steps.resize(num_steps);
   p.waits.reserve(waits_.size());
   for (StepId id = 0; id < num_steps; ++id) {

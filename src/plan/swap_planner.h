@@ -21,8 +21,9 @@
 // its object to be released (its last user, then its swap-out or drop), so it
 // is issued right after that release, not when the op needs it:
 //     last-user(W1) → swap-out(W1) → swap-in(W3) → op3
-// Each copy stream runs in order of release position, which keeps the plan
-// free of deadlock (every wait points to an earlier step).
+// The device-to-host stream runs in order of release position, which keeps
+// the plan free of deadlock (every wait points to an earlier step); the
+// host-to-device stream too, or by need (Note [Copy order]).
 //
 // Steady state (two passes and more): pass 0 assumes no tensor starts on the
 // device and writes every modified persistent tensor back at the end. The
@@ -35,6 +36,24 @@
 // tenants written back or dropped first), as early as those objects allow.
 // Tensors of R that are updated during the iteration start dirty (their host
 // copy was not written back in the previous iteration).
+//
+// Note [Copy order]
+// -----------------
+// In release order, a swap-in whose object was freed early, for an op far
+// ahead, runs before one whose object was freed a little later for the very
+// next op: the compute stream stalls while the link works for the future.
+// In deadline order, the planner replays the host-to-device stream on
+// estimated times (ops at their own times, without stalls; device-to-host
+// copies in plan order at full bandwidth) and, whenever the link falls idle,
+// starts the ready swap-in whose first user comes first (earliest deadline
+// first). The stream's order must agree with the step list, where every wait
+// points to an earlier step: a swap-in released at position r and first used
+// at d may sit at any key in [r, d-1]. Each takes key max(r, the previous
+// swap-in's key), and a swap-in is chosen only if r < d' for every swap-in
+// d' still to place; otherwise the one with the smallest d' goes first.
+//
+//   release order   h2d [= w9 (freed at 1, for op 9) =][= w3 (freed at 2, for op 3) =]
+//   deadline order  h2d [= w3 =][= w9 =]            (op 3 no longer waits for w9)
 
 #include <memory>
 #include <span>
@@ -59,6 +78,10 @@ struct PlannerOptions {
   // A victim is preferred when the time since its last use (in op time along
   // the order) is at least threshold x the copy time its eviction enables.
   double eviction_threshold = 1.0;
+  // Order the host-to-device stream by need (Note [Copy order]) instead of
+  // by release position. Ignored with directives: the rule-based baselines
+  // keep their rules' order.
+  bool deadline_copy_order = true;
 };
 
 // Rules that override the policy, for the rule-based baselines (vDNN,

@@ -744,7 +744,7 @@ bool verify_case(const Graph& g, const Plan& p, const std::string& what, Tally* 
 }
 
 // Plans graph g (made with `label`) with a random order and budget and every
-// eviction policy and steady-state setting; every plan must verify and
+// eviction policy, steady-state setting and copy order; every plan must verify and
 // simulate. Appends some of the verified plans to *out when given.
 void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& rng,
                      std::vector<PlannedCase>* out, Tally* tally) {
@@ -765,15 +765,18 @@ void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& 
       std::string why;
       ASSERT_TRUE(default_allocation(g, t, order, budget, &a, &why)) << label << ": " << why;
       for (EvictionPolicy ev : {EvictionPolicy::kBelady, EvictionPolicy::kLru}) {
-        for (bool steady : {true, false}) {
+        for (int variant = 0; variant < 4; ++variant) {
+          const bool steady = variant < 2;
           PlannerOptions opt;
           opt.eviction = ev;
           opt.steady_state = steady;
+          opt.deadline_copy_order = variant % 2 == 0;
           Plan p;
-          const std::string what =
-              fmt::format("{}, {} order, budget {} (min {}, peak {}), {}, steady_state {}, {}",
-                          label, which == 0 ? "program" : "random", budget, lo, hi,
-                          ev == EvictionPolicy::kBelady ? "belady" : "lru", steady, dev.name);
+          const std::string what = fmt::format(
+              "{}, {} order, budget {} (min {}, peak {}), {}, steady_state {}, {} copy order, {}",
+              label, which == 0 ? "program" : "random", budget, lo, hi,
+              ev == EvictionPolicy::kBelady ? "belady" : "lru", steady,
+              opt.deadline_copy_order ? "deadline" : "release", dev.name);
           ASSERT_TRUE(planner.plan(order, a, budget, opt, &p, &why)) << what << ": " << why;
           if (!verify_case(g, p, what, tally)) continue;
           const SimResult s = sim.run(g, p, op_us, dev);
