@@ -17,6 +17,17 @@ constexpr double kUnknown = -1;
 
 SimResult Simulator::run(const Graph& g, const Plan& p, std::span<const double> op_us,
                          const DeviceProfile& d, const SimOptions& options) {
+  return run_impl(g, p, op_us, d, options, nullptr);
+}
+
+SimResult Simulator::run(const Graph& g, const Plan& p, std::span<const double> op_us,
+                         const DeviceProfile& d, H2dPicker& picker) {
+  return run_impl(g, p, op_us, d, {}, &picker);
+}
+
+SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const double> op_us,
+                              const DeviceProfile& d, const SimOptions& options,
+                              H2dPicker* picker) {
   SimResult r;
   const int num_steps = p.num_steps();
   for (auto& q : queue_)
@@ -29,6 +40,7 @@ SimResult Simulator::run(const Graph& g, const Plan& p, std::span<const double> 
   if (options.record_timeline) start_.assign(num_steps, 0);
 
   // The finish time of a step, or kUnknown. Drops finish with their last wait.
+  size_t head[kNumStreams] = {0, 0, 0};
   auto finish_of = [&](StepId s) -> double {
     if (finish_[s] != kUnknown || p.steps[s].kind != StepKind::kDrop) return finish_[s];
     double f = 0;
@@ -46,10 +58,22 @@ SimResult Simulator::run(const Graph& g, const Plan& p, std::span<const double> 
       if (finish_of(w) == kUnknown) return false;
     return true;
   };
+  const std::function<bool(StepId)> done = [&](StepId s) { return finish_of(s) != kUnknown; };
+  // The next step of stream st if it can start now, else -1.
+  auto next_step = [&](int st) -> StepId {
+    if (st == 1 && picker) return picker->exhausted() ? -1 : picker->pick(done);
+    if (head[st] >= queue_[st].size()) return -1;
+    const StepId s = queue_[st][head[st]];
+    if (!ready(s)) return -1;
+    ++head[st];
+    return s;
+  };
+  auto stream_done = [&](int st) {
+    return st == 1 && picker ? picker->exhausted() : head[st] >= queue_[st].size();
+  };
 
   const double h2d = d.h2d_bytes_per_us(), d2h = d.d2h_bytes_per_us();
   const double duplex_scale = std::min(1.0, d.duplex_bytes_per_us() / (h2d + d2h));
-  size_t head[kNumStreams] = {0, 0, 0};
   StepId active[kNumStreams] = {-1, -1, -1};
   double end_c = 0;                    // compute: end time of the active step
   double remaining[kNumStreams] = {};  // copies: bytes left
@@ -57,10 +81,9 @@ SimResult Simulator::run(const Graph& g, const Plan& p, std::span<const double> 
 
   while (true) {
     for (int st = 0; st < kNumStreams; ++st) {
-      if (active[st] >= 0 || head[st] >= queue_[st].size()) continue;
-      const StepId s = queue_[st][head[st]];
-      if (!ready(s)) continue;
-      ++head[st];
+      if (active[st] >= 0) continue;
+      const StepId s = next_step(st);
+      if (s < 0) continue;
       active[st] = s;
       if (options.record_timeline) start_[s] = now;
       const Step& step = p.steps[s];
@@ -83,13 +106,17 @@ SimResult Simulator::run(const Graph& g, const Plan& p, std::span<const double> 
       if (active[st] >= 0) t_end[st] = now + remaining[st] / rate[st];
     const double t = std::min({t_end[0], t_end[1], t_end[2]});
     if (t == kInf) {
-      bool done = true;
+      bool all_done = true;
       for (int st = 0; st < kNumStreams; ++st)
-        done = done && head[st] >= queue_[st].size();
-      if (done) break;
+        all_done = all_done && stream_done(st);
+      if (all_done) break;
       r.ok = false;
       for (int st = 0; st < kNumStreams; ++st)
-        if (head[st] < queue_[st].size()) {
+        if (!stream_done(st)) {
+          if (st == 1 && picker) {
+            r.error = fmt::format("deadlock at {:.1f} us: no swap-in left can start", now);
+            break;
+          }
           const StepId s = queue_[st][head[st]];
           r.error = fmt::format(
               "deadlock at {:.1f} us: {} step {} on the {} stream waits for a step "

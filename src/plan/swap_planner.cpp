@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "plan/simulator.h"
 #include "util/error.h"
 #include "util/units.h"
 
@@ -63,6 +64,8 @@ class SwapPlanner::Pass {
             Plan* out);
 
   std::vector<int32_t> peak_in_use;  // per class, over every pass since run_passes began
+  SimResult picked;                  // the simulation that chose the deadline order
+  bool has_picked = false;           // in the last emit()
   int num_ops() const { return m_; }
   const Graph& graph() const { return g_; }
   const SizeTable& sizes() const { return sizes_; }
@@ -70,7 +73,10 @@ class SwapPlanner::Pass {
  private:
   bool run(const std::vector<ResidentTensor>& resident, bool fix_up);
   std::vector<int32_t> by_key(std::span<const int32_t> visit) const;
-  bool order_swap_ins(std::vector<int32_t>* visit);
+  void write_plan(std::span<const int32_t> visit, std::span<const int32_t> cnt, int64_t budget,
+                  const std::vector<ResidentTensor>& resident, Plan* out,
+                  std::vector<StepId>* old_of);
+  bool order_swap_ins(const Plan& p, std::span<const StepId> old_of, std::vector<int32_t>* visit);
   void place_op(int i);
   void after_op(int i, StepId compute);
   void fetch(ItemId x, int i);
@@ -137,6 +143,7 @@ class SwapPlanner::Pass {
   std::vector<ObjectId> access_objects_;
   std::vector<ResidentTensor> resident_at_end_;
   StepId last_compute_ = -1;
+  Simulator sim_;  // for the deadline order
 };
 
 SwapPlanner::Pass::Pass(const Graph& g, const SizeTable& sizes, std::span<const double> op_us,
@@ -533,110 +540,152 @@ std::vector<int32_t> SwapPlanner::Pass::by_key(std::span<const int32_t> visit) c
   return sorted;
 }
 
-// Note [Copy order]: rekeys the swap-ins and puts them into *visit in the
-// order the host-to-device stream should run them. Leaves everything as it
+// Note [Copy order]: the host-to-device stream's order, chosen while the
+// plan (its swap-ins in release order) is simulated: earliest deadline first
+// among the swap-ins that can start, unless that one's key would pass the
+// deadline of another still to place.
+class DeadlinePicker final : public H2dPicker {
+ public:
+  // ins: the plan's swap-ins in plan order; key and deadline per swap-in;
+  // computes: the plan's compute steps in order.
+  DeadlinePicker(const Plan& p, std::vector<StepId> ins, std::vector<int32_t> key,
+                 std::vector<int32_t> deadline, std::vector<StepId> computes)
+      : p_(p),
+        ins_(std::move(ins)),
+        key_(std::move(key)),
+        deadline_(std::move(deadline)),
+        computes_(std::move(computes)),
+        new_key_(key_),
+        placed_(ins_.size(), 0),
+        heap_(Later{this}) {
+    by_deadline_.resize(ins_.size());
+    for (size_t k = 0; k < ins_.size(); ++k)
+      by_deadline_[k] = static_cast<int32_t>(k);
+    std::sort(by_deadline_.begin(), by_deadline_.end(),
+              [&](int32_t a, int32_t b) { return urgency(a) < urgency(b); });
+    sequence_.reserve(ins_.size());
+  }
+
+  StepId pick(const std::function<bool(StepId)>& done) override {
+    // Swap-ins enter the heap once the op at their key has run.
+    while (computes_done_ < computes_.size() && done(computes_[computes_done_]))
+      ++computes_done_;
+    while (next_released_ < ins_.size() &&
+           key_[next_released_] < static_cast<int32_t>(computes_done_))
+      heap_.push(static_cast<int32_t>(next_released_++));
+    while (placed_[by_deadline_[next_urgent_]])
+      ++next_urgent_;
+    const int32_t urgent = by_deadline_[next_urgent_];
+    auto can_start = [&](int32_t k) {
+      for (StepId w : p_.waits_of(ins_[k]))
+        if (!done(w)) return false;
+      return true;
+    };
+    int32_t chosen = -1;
+    stash_.clear();
+    while (!heap_.empty()) {
+      const int32_t k = heap_.top();
+      heap_.pop();
+      if (placed_[k]) continue;
+      if (can_start(k)) {
+        chosen = k;
+        break;
+      }
+      stash_.push_back(k);
+    }
+    for (int32_t k : stash_)
+      heap_.push(k);
+    if (chosen >= 0 && key_[chosen] >= deadline_[urgent]) {
+      heap_.push(chosen);
+      chosen = can_start(urgent) ? urgent : -1;
+    }
+    if (chosen < 0) return -1;
+    placed_[chosen] = 1;
+    sequence_.push_back(chosen);
+    floor_ = std::max(floor_, key_[chosen]);
+    SA_CHECK(floor_ < deadline_[chosen], "swap-in step {} keyed at {}, after its first user at {}",
+             ins_[chosen], floor_, deadline_[chosen]);
+    new_key_[chosen] = floor_;
+    return ins_[chosen];
+  }
+
+  bool exhausted() const override { return sequence_.size() == ins_.size(); }
+
+  // The picked order (indices into ins) and each swap-in's new key.
+  const std::vector<int32_t>& sequence() const { return sequence_; }
+  int32_t key(int32_t k) const { return new_key_[k]; }
+
+ private:
+  std::tuple<int32_t, int32_t, int32_t> urgency(int32_t k) const {
+    return {deadline_[k], key_[k], k};
+  }
+  struct Later {
+    const DeadlinePicker* self;
+    bool operator()(int32_t a, int32_t b) const { return self->urgency(a) > self->urgency(b); }
+  };
+
+  const Plan& p_;
+  std::vector<StepId> ins_;
+  std::vector<int32_t> key_, deadline_;  // per swap-in: its release key, first user
+  std::vector<StepId> computes_;
+  std::vector<int32_t> new_key_;  // its key in the picked order
+  std::vector<uint8_t> placed_;
+  std::vector<int32_t> by_deadline_, sequence_, stash_;
+  std::priority_queue<int32_t, std::vector<int32_t>, Later> heap_;
+  size_t computes_done_ = 0, next_released_ = 0, next_urgent_ = 0;
+  int32_t floor_ = -1;
+};
+
+// Rekeys the swap-ins of the plan p, written from `*visit`, and puts them
+// into *visit in the order a DeadlinePicker chooses. Leaves everything as it
 // is (and returns false) when some step other than an op waits for a
 // swap-in, which only directives make happen.
-bool SwapPlanner::Pass::order_swap_ins(std::vector<int32_t>* visit) {
-  const int num_steps = static_cast<int>(steps_.size());
-  std::vector<int32_t> deadline(num_steps, m_);
-  std::vector<int32_t> ins;
-  for (int k = 0; k < num_steps; ++k) {
-    const TempStep& t = steps_[k];
-    if (t.kind == StepKind::kSwapIn) ins.push_back(k);
-    for (int w = t.wait_begin; w < t.wait_end; ++w) {
-      if (steps_[waits_[w]].kind != StepKind::kSwapIn) continue;
-      if (t.kind != StepKind::kCompute) return false;
-      deadline[waits_[w]] = std::min(deadline[waits_[w]], t.key_pos);
+bool SwapPlanner::Pass::order_swap_ins(const Plan& p, std::span<const StepId> old_of,
+                                       std::vector<int32_t>* visit) {
+  std::vector<StepId> ins, computes;
+  std::vector<int32_t> key;
+  std::vector<int32_t> index(p.num_steps(), -1);  // plan step -> index into ins
+  for (StepId s = 0; s < p.num_steps(); ++s)
+    if (p.steps[s].kind == StepKind::kSwapIn) {
+      index[s] = static_cast<int32_t>(ins.size());
+      ins.push_back(s);
+      key.push_back(steps_[old_of[s]].key_pos);
     }
-  }
   if (ins.size() < 2) return false;
-  // Estimated times, in the release order: ops end at their prefix time,
-  // device-to-host copies run one after another, swap-ins are ready when
-  // their waits end (and end a copy's time later, for what waits on them).
-  const double h2d = device_.h2d_bytes_per_us(), d2h = device_.d2h_bytes_per_us();
-  std::vector<double> end(num_steps, 0.0), ready(num_steps, 0.0);
-  double d2h_free = 0;
-  for (int32_t k : by_key(*visit)) {
-    const TempStep& t = steps_[k];
-    double after = 0;
-    for (int w = t.wait_begin; w < t.wait_end; ++w)
-      after = std::max(after, end[waits_[w]]);
-    switch (t.kind) {
-      case StepKind::kCompute:
-        end[k] = prefix_[t.key_pos + 1];
-        break;
-      case StepKind::kDrop:
-        end[k] = after;
-        break;
-      case StepKind::kSwapOut:
-        d2h_free = std::max(d2h_free, after) + static_cast<double>(bytes_[t.subject]) / d2h;
-        end[k] = d2h_free;
-        break;
-      case StepKind::kSwapIn:
-        ready[k] = after;
-        end[k] = after + static_cast<double>(bytes_[t.subject]) / h2d;
-        break;
+  std::vector<int32_t> deadline(ins.size(), m_);
+  for (StepId s = 0; s < p.num_steps(); ++s) {
+    const bool compute = p.steps[s].kind == StepKind::kCompute;
+    for (StepId w : p.waits_of(s)) {
+      if (index[w] < 0) continue;
+      if (!compute) return false;
+      deadline[index[w]] = std::min(deadline[index[w]], static_cast<int32_t>(computes.size()));
     }
+    if (compute) computes.push_back(s);
   }
-  // Earliest deadline first among the ready swap-ins, unless its key would
-  // pass another's deadline; then the most urgent one goes first.
-  auto urgency = [&](int32_t k) { return std::tuple(deadline[k], steps_[k].key_pos, k); };
-  std::vector<int32_t> by_ready = ins, by_deadline = ins;
-  std::sort(by_ready.begin(), by_ready.end(), [&](int32_t a, int32_t b) {
-    return std::tuple(ready[a], steps_[a].key_pos, a) < std::tuple(ready[b], steps_[b].key_pos, b);
-  });
-  std::sort(by_deadline.begin(), by_deadline.end(),
-            [&](int32_t a, int32_t b) { return urgency(a) < urgency(b); });
-  auto later = [&](int32_t a, int32_t b) { return urgency(a) > urgency(b); };
-  std::priority_queue<int32_t, std::vector<int32_t>, decltype(later)> heap(later);
-  std::vector<uint8_t> placed(num_steps, 0);
-  std::vector<int32_t> sequence;
-  sequence.reserve(ins.size());
-  size_t next_ready = 0, next_urgent = 0;
-  double link_free = 0;
-  int32_t floor = -1;
-  while (sequence.size() < ins.size()) {
-    while (placed[by_deadline[next_urgent]])
-      ++next_urgent;
-    const int32_t urgent = by_deadline[next_urgent];
-    while (!heap.empty() && placed[heap.top()])
-      heap.pop();
-    while (next_ready < by_ready.size() && placed[by_ready[next_ready]])
-      ++next_ready;
-    if (heap.empty()) link_free = std::max(link_free, ready[by_ready[next_ready]]);
-    for (; next_ready < by_ready.size() && ready[by_ready[next_ready]] <= link_free; ++next_ready)
-      if (!placed[by_ready[next_ready]]) heap.push(by_ready[next_ready]);
-    int32_t k = heap.top();
-    if (steps_[k].key_pos >= deadline[urgent]) k = urgent;
-    placed[k] = 1;
-    sequence.push_back(k);
-    floor = std::max(floor, steps_[k].key_pos);
-    SA_CHECK(floor < deadline[k], "swap-in {} keyed at {} after its first user at {}", k, floor,
-             deadline[k]);
-    steps_[k].key_pos = floor;
-    link_free =
-        std::max(link_free, ready[k]) + static_cast<double>(bytes_[steps_[k].subject]) / h2d;
-  }
-  // The swap-ins take their slots of *visit in sequence order.
+  DeadlinePicker picker(p, ins, std::move(key), std::move(deadline), std::move(computes));
+  picked = sim_.run(g_, p, op_us_, device_, picker);
+  SA_CHECK(picked.ok, "the deadline order of the host-to-device copies: {}", picked.error);
+  // The swap-ins take their slots of *visit in the picked order.
   size_t next = 0;
-  for (int32_t& k : *visit)
-    if (steps_[k].kind == StepKind::kSwapIn) k = sequence[next++];
+  for (int32_t& k : *visit) {
+    if (steps_[k].kind != StepKind::kSwapIn) continue;
+    const int32_t chosen = picker.sequence()[next++];
+    k = old_of[ins[chosen]];
+    steps_[k].key_pos = picker.key(chosen);
+  }
   return true;
 }
 
-void SwapPlanner::Pass::emit(std::span<const int32_t> cnt, int64_t budget,
-                             std::vector<ResidentTensor> resident, Plan* out) {
-  // Order the steps on (key_pos, rank), swap-ins in deadline order when
-  // that is asked for (Note [Copy order]).
+// Writes the steps into *out sorted on (key_pos, rank), stably in the order
+// of `visit`; *old_of[k] is the step that went k-th.
+void SwapPlanner::Pass::write_plan(std::span<const int32_t> visit, std::span<const int32_t> cnt,
+                                   int64_t budget, const std::vector<ResidentTensor>& resident,
+                                   Plan* out, std::vector<StepId>* old_of_out) {
   Plan& p = *out;
   p.clear();
   const int num_steps = static_cast<int>(steps_.size());
-  std::vector<int32_t> visit(num_steps);
-  for (int k = 0; k < num_steps; ++k)
-    visit[k] = k;
-  if (opt_.deadline_copy_order && dir_ == nullptr) order_swap_ins(&visit);
-  const std::vector<StepId> old_of = by_key(visit);
+  *old_of_out = by_key(visit);
+  const std::vector<StepId>& old_of = *old_of_out;
   std::vector<StepId> new_id(num_steps);
   for (int k = 0; k < num_steps; ++k)
     new_id[old_of[k]] = k;
@@ -665,9 +714,26 @@ void SwapPlanner::Pass::emit(std::span<const int32_t> cnt, int64_t budget,
   p.workspace_class.assign(class_.begin() + n_, class_.end());
   p.access_begin = access_begin_;
   p.access_objects = access_objects_;
-  std::sort(resident.begin(), resident.end(),
+  p.initial_resident = resident;
+  std::sort(p.initial_resident.begin(), p.initial_resident.end(),
             [](const ResidentTensor& a, const ResidentTensor& b) { return a.tensor < b.tensor; });
-  p.initial_resident = std::move(resident);
+}
+
+void SwapPlanner::Pass::emit(std::span<const int32_t> cnt, int64_t budget,
+                             std::vector<ResidentTensor> resident, Plan* out) {
+  const int num_steps = static_cast<int>(steps_.size());
+  std::vector<int32_t> visit(num_steps);
+  for (int k = 0; k < num_steps; ++k)
+    visit[k] = k;
+  std::vector<StepId> old_of;
+  has_picked = false;
+  write_plan(visit, cnt, budget, resident, out, &old_of);
+  // In deadline order, the plan just written (release order) is simulated
+  // to choose the order of its swap-ins, then written again.
+  if (opt_.deadline_copy_order && dir_ == nullptr && order_swap_ins(*out, old_of, &visit)) {
+    write_plan(visit, cnt, budget, resident, out, &old_of);
+    has_picked = true;
+  }
 }
 
 SwapPlanner::SwapPlanner(const Graph& g, const SizeTable& sizes, std::span<const double> op_us,
@@ -675,6 +741,10 @@ SwapPlanner::SwapPlanner(const Graph& g, const SizeTable& sizes, std::span<const
     : pass_(std::make_unique<Pass>(g, sizes, op_us, device)) {}
 
 SwapPlanner::~SwapPlanner() = default;
+
+const SimResult* SwapPlanner::simulation() const {
+  return pass_->has_picked ? &pass_->picked : nullptr;
+}
 
 bool SwapPlanner::plan(std::span<const OpId> order, const Allocation& a, int64_t budget,
                        const PlannerOptions& options, Plan* out, std::string* why,

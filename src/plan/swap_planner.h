@@ -42,18 +42,26 @@
 // In release order, a swap-in whose object was freed early, for an op far
 // ahead, runs before one whose object was freed a little later for the very
 // next op: the compute stream stalls while the link works for the future.
-// In deadline order, the planner replays the host-to-device stream on
-// estimated times (ops at their own times, without stalls; device-to-host
-// copies in plan order at full bandwidth) and, whenever the link falls idle,
-// starts the ready swap-in whose first user comes first (earliest deadline
-// first). The stream's order must agree with the step list, where every wait
-// points to an earlier step: a swap-in released at position r and first used
-// at d may sit at any key in [r, d-1]. Each takes key max(r, the previous
+// In deadline order (the default), the planner writes the plan in release
+// order, simulates it (plan/simulator.h) with the host-to-device stream
+// chosen on the way: whenever the stream is free, it starts, among the
+// swap-ins whose waits are done, the one whose first user comes first
+// (earliest deadline first). The plan is then written again with its
+// swap-ins in the order they started, so simulating it gives exactly that
+// simulation (SwapPlanner::simulation(); the search uses it as it is).
+// The stream's order must agree with the step list, where every wait points
+// to an earlier step: a swap-in released at position r and first used at d
+// may sit at any key in [r, d-1]. Each takes key max(r, the previous
 // swap-in's key), and a swap-in is chosen only if r < d' for every swap-in
-// d' still to place; otherwise the one with the smallest d' goes first.
+// d' still to place; otherwise the stream waits for the one with the
+// smallest d'.
 //
-//   release order   h2d [= w9 (freed at 1, for op 9) =][= w3 (freed at 2, for op 3) =]
-//   deadline order  h2d [= w3 =][= w9 =]            (op 3 no longer waits for w9)
+//   d2h                 [= out(v) =]                  (v: the victim x evicts)
+//   release order   h2d              [= in(x) =][= in(y) =]   x freed at 1, for op 9
+//   deadline order  h2d   [= in(y) =]    [= in(x) =]           y freed at 2, for op 3
+//
+// On the Fig. 6 configurations the deadline order was faster on every
+// candidate tried (docs/results.md); the baselines keep release order.
 
 #include <memory>
 #include <span>
@@ -64,6 +72,7 @@
 #include "graph/graph.h"
 #include "plan/allocation.h"
 #include "plan/plan.h"
+#include "plan/simulator.h"
 
 namespace sa {
 
@@ -117,6 +126,11 @@ class SwapPlanner {
   bool plan(std::span<const OpId> order, const Allocation& a, int64_t budget,
             const PlannerOptions& options, Plan* out, std::string* why = nullptr,
             const Directives* directives = nullptr);
+
+  // When the last plan() put its copies in deadline order: the simulation
+  // that chose that order, which is what Simulator::run gives for the plan
+  // (without a timeline), so a caller need not simulate it again. Else null.
+  const SimResult* simulation() const;
 
  private:
   class Pass;

@@ -26,14 +26,11 @@ namespace sa {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-// The chance that a child's copy-order gene differs from its parent's.
-constexpr double kCopyOrderFlip = 0.05;
 using Clock = std::chrono::steady_clock;
 
 struct Candidate {
   std::vector<OpId> order;
   Allocation alloc;
-  bool deadline_order = false;  // the copy-order gene, Note [Copy-order gene]
   double time_us = kInf;
 };
 
@@ -57,14 +54,10 @@ struct Worker {
         sched(c.df),
         alloc_ops(c.g, c.sizes, c.budget, c.size_cap) {}
 
-  PlannerOptions options_of(const Candidate& x) const {
-    PlannerOptions o = ctx.opt.planner;
-    o.deadline_copy_order = x.deadline_order;
-    return o;
-  }
-
   double evaluate(const Candidate& x) {
-    if (!planner.plan(x.order, x.alloc, ctx.budget, options_of(x), &plan)) return kInf;
+    if (!planner.plan(x.order, x.alloc, ctx.budget, ctx.opt.planner, &plan)) return kInf;
+    if (const SimResult* picked = planner.simulation())  // the same, already simulated
+      return picked->ok ? picked->iteration_us : kInf;
     const SimResult r = sim.run(ctx.g, plan, ctx.op_us, ctx.device);
     return r.ok ? r.iteration_us : kInf;
   }
@@ -221,14 +214,6 @@ void Search::make_bases() {
              why);
     bases_.push_back(std::move(eager));
   }
-  // Every seed in both copy orders, when the gene is searched.
-  if (opt_.planner.deadline_copy_order) {
-    const size_t num_seeds = bases_.size();
-    for (size_t i = 0; i < num_seeds; ++i) {
-      bases_.push_back(bases_[i]);
-      bases_.back().deadline_order = true;
-    }
-  }
 }
 
 void Search::mutate_alloc(Worker& w, Rng& rng, Allocation& a) {
@@ -247,7 +232,6 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   const int num_random = opt_.seeded ? n / 16 : n - 1;
   if (k >= n - num_random) {
     w.sched.random_order(rng, &c.order);
-    c.deadline_order = opt_.planner.deadline_copy_order && rng.chance(0.5);
     c.alloc = bases_[0].alloc;
     if (opt_.seeded) {
       std::string why;
@@ -261,7 +245,6 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   const Candidate& base = bases_[k % bases_.size()];
   c.order = base.order;
   c.alloc = base.alloc;
-  c.deadline_order = base.deadline_order;
   if (k < static_cast<int>(bases_.size())) return;
   if (rng.chance(0.5)) {
     const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
@@ -297,9 +280,6 @@ void Search::make_child(Worker& w, int gen, int k, Candidate& c) {
   w.alloc_ops.crossover(p1.alloc, p2.alloc, pr.cls_cut, pr.cnt_cut, &w.a1, &w.a2);
   c.alloc = k % 2 == 0 ? w.a1 : w.a2;
   mutate_alloc(w, rng, c.alloc);
-  c.deadline_order = (k % 2 == 0 ? p1 : p2).deadline_order;
-  if (opt_.planner.deadline_copy_order && rng.chance(kCopyOrderFlip))
-    c.deadline_order = !c.deadline_order;
 }
 
 // Softmax selection of parents (with replacement), Note [Search loop].
@@ -443,7 +423,7 @@ SearchResult Search::run() {
   const Candidate& b = best();
   Worker& w = *workers_[0];
   std::string why;
-  SA_CHECK(w.planner.plan(b.order, b.alloc, ctx_.budget, w.options_of(b), &result.plan, &why),
+  SA_CHECK(w.planner.plan(b.order, b.alloc, ctx_.budget, opt_.planner, &result.plan, &why),
            "the best candidate no longer plans: {}", why);
   result.plan.method = "swapadvisor";
   SimOptions so;

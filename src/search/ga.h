@@ -52,17 +52,6 @@
 // size, every count scaled by one factor) can thrash a class that is left at
 // its minimum, e.g. rnn-8-8k at batch 256 in 16 GB simulates 4.9x faster
 // once its two largest sizes (1.8 and 2.1 GB) share a class.
-//
-// Note [Copy-order gene]
-// ----------------------
-// Beyond the paper, a candidate also carries how its host-to-device copies
-// are ordered: by release position or by deadline (Note [Copy order] in
-// plan/swap_planner.h). Neither wins everywhere: on the RNNs of Fig. 6 the
-// deadline order is faster, on WResNet-152 the release order (docs/results.md).
-// So it is a gene: every seed of generation 0 comes in both orders, a child
-// takes its allocation parent's gene and flips it with probability 0.05, and
-// the search keeps whichever order its best candidates have.
-// planner.deadline_copy_order = false fixes every candidate at release order.
 
 #include <cstdint>
 #include <span>
@@ -85,8 +74,8 @@ struct SearchOptions {
   int64_t max_evaluations = 0;  // 0 = none (then a time budget is needed)
   int threads = 1;
   uint64_t seed = 1;
-  bool progress = false;   // a progress line on stderr
-  PlannerOptions planner;  // deadline_copy_order: searched as a gene (true) or off
+  bool progress = false;  // a progress line on stderr
+  PlannerOptions planner;
 
   // Beyond the paper.
   bool seeded = true;  // Note [Initial population]; false: random

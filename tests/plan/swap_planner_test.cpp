@@ -78,12 +78,14 @@ TEST(SwapPlanner, BeladyEvictsFurthestAndSwapsInEarly) {
   EXPECT_EQ(p.objects_of(4)[0], p.objects_of(3)[1]);
 }
 
-// Two inputs come in over a 1 B/us link (Note [Copy order]). x (20 B) is
-// needed at op4 and gets the 20-B object that op1 frees; y (10 B) is needed
-// at op3 (20 us long) and gets the 10-B object that op2 frees, at the same
-// time (op2 takes no time).
-//   release order   h2d in(x) [2,22) in(y) [22,32)   C3 [32,52) C4 [52,53)
-//   deadline order  h2d in(y) [2,12) in(x) [12,32)   C3 [12,32) C4 [32,33)
+// Two inputs come in over a 1 B/us link (Note [Copy order]), one 10-B and
+// one 20-B object. x (20 B, needed at op4) takes bb's object, and bb, needed
+// again at op5, is swapped out first; y (10 B, needed at op3, 20 us long)
+// takes the object a frees at op2. In release order y waits behind x, which
+// waits for bb's swap-out; in deadline order y goes first.
+//   d2h               out(bb) [2,22)
+//   release order   h2d in(x) [22,42) in(y) [42,52) in(bb) [73,93)   C3 [52,72) C5 [93,94)
+//   deadline order  h2d in(y) [3,13) in(x) [22,42) in(bb) [43,63)    C3 [13,33) C5 [63,64)
 TEST(SwapPlanner, DeadlineOrderCopiesTheMostUrgentFirst) {
   GraphBuilder b;
   auto a = b.tensor(10, TensorKind::kActivation);
@@ -95,26 +97,27 @@ TEST(SwapPlanner, DeadlineOrderCopiesTheMostUrgentFirst) {
   b.op({a}, {});
   b.op({y}, {});
   b.op({x}, {});
+  b.op({bb}, {});
   const SizeTable t = make_size_table(b.g);
-  const std::vector<double> times = {1, 1, 0, 20, 1};
+  const std::vector<double> times = {1, 1, 1, 20, 1, 1};
   SwapPlanner planner(b.g, t, times, unit_link());
   Simulator sim;
   Plan p;
   PlannerOptions release;
   release.deadline_copy_order = false;
-  ASSERT_TRUE(planner.plan(program_order(5), Allocation{{0, 1}, {1, 1}}, 30, release, &p));
-  EXPECT_EQ(describe(p), "C0 C1 in3 C2 in2 C3 drop2 C4 drop3");
+  ASSERT_TRUE(planner.plan(program_order(6), Allocation{{0, 1}, {1, 1}}, 30, release, &p));
+  EXPECT_EQ(describe(p), "C0 C1 out1 in3 C2 in2 C3 drop2 C4 drop3 in1 C5");
   SimResult r = sim.run(b.g, p, times, unit_link());
   ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_EQ(r.iteration_us, 53);
-  EXPECT_EQ(r.stall_us, 30);
+  EXPECT_EQ(r.iteration_us, 94);
+  EXPECT_EQ(r.stall_us, 69);
 
-  ASSERT_TRUE(planner.plan(program_order(5), Allocation{{0, 1}, {1, 1}}, 30, {}, &p));
-  EXPECT_EQ(describe(p), "C0 C1 C2 in2 in3 C3 drop2 C4 drop3");
+  ASSERT_TRUE(planner.plan(program_order(6), Allocation{{0, 1}, {1, 1}}, 30, {}, &p));
+  EXPECT_EQ(describe(p), "C0 C1 out1 C2 in2 in3 C3 drop2 C4 drop3 in1 C5");
   r = sim.run(b.g, p, times, unit_link());
   ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_EQ(r.iteration_us, 33);
-  EXPECT_EQ(r.stall_us, 10);
+  EXPECT_EQ(r.iteration_us, 64);
+  EXPECT_EQ(r.stall_us, 39);
 }
 
 TEST(SwapPlanner, TooFewObjectsIsReported) {

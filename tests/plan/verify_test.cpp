@@ -781,6 +781,13 @@ void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& 
           if (!verify_case(g, p, what, tally)) continue;
           const SimResult s = sim.run(g, p, op_us, dev);
           EXPECT_TRUE(s.ok) << what << ": verified, but the simulator says: " << s.error;
+          // The simulation that chose the deadline order is the plan's.
+          if (const SimResult* picked = planner.simulation()) {
+            EXPECT_TRUE(opt.deadline_copy_order) << what;
+            EXPECT_EQ(picked->iteration_us, s.iteration_us) << what;
+            EXPECT_EQ(picked->stall_us, s.stall_us) << what;
+            EXPECT_EQ(picked->swap_in_bytes, s.swap_in_bytes) << what;
+          }
           // No plan beats the transfer bound of its order (Note [Transfer bound]).
           const TimeBound tb = time_bound(g, p.order, op_us, dev, budget);
           EXPECT_GE(s.iteration_us, tb.bound_us() * (1 - 1e-9))
