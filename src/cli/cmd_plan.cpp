@@ -5,6 +5,7 @@
 
 #include "cli/planning.h"
 #include "plan/plan_io.h"
+#include "report/stalls.h"
 #include "report/trace.h"
 #include "util/error.h"
 #include "util/units.h"
@@ -33,6 +34,7 @@ void run_plan(const PlanArgs& args) {
                                       in.device.name, format_bytes(in.budget))},
                 args.trace);
   const SimResult& s = r.sim;
+  const StallReport stalls = attribute_stalls(r.plan, s.timeline);
   if (args.planning.json) {
     nlohmann::json j = {{"method", r.name},
                         {"iteration_us", s.iteration_us},
@@ -41,6 +43,7 @@ void run_plan(const PlanArgs& args) {
                         {"swap_in_bytes", s.swap_in_bytes},
                         {"swap_out_bytes", s.swap_out_bytes},
                         {"stall_us", s.stall_us},
+                        {"stall_causes", stall_causes_json(stalls)},
                         {"peak_device_bytes", s.peak_device_bytes},
                         {"pool_bytes", r.plan.pool.total_bytes()},
                         {"memory_budget_bytes", in.budget},
@@ -60,7 +63,8 @@ void run_plan(const PlanArgs& args) {
       "iteration     {}  ({:.1f}% of the ideal {}){}\n", format_us(s.iteration_us),
       100 * problem.ideal_us / s.iteration_us, format_us(problem.ideal_us),
       in.batch ? fmt::format(", {:.2f} samples/s", *in.batch / (s.iteration_us * 1e-6)) : "");
-  fmt::print("compute stall {}\n", format_us(s.stall_us));
+  fmt::print("compute stall {}{}\n", format_us(s.stall_us),
+             stalls.total_us > 0 ? ": " + describe_stall_causes(stalls) : "");
   fmt::print("swapped       {} in, {} out\n", format_bytes(s.swap_in_bytes),
              format_bytes(s.swap_out_bytes));
   fmt::print("device memory peak {} of a {} pool ({} classes, {} objects)\n",

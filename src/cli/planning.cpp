@@ -32,6 +32,11 @@ void PlanningArgs::add_options(CLI::App* app) {
                   "multiply every op time by this factor (calibrate the cost model to a measured "
                   "iteration time)")
       ->check(CLI::PositiveNumber);
+  app->add_option("--copy-order", copy_order,
+                  "order of the search's host-to-device copies: deadline, or release (as "
+                  "before; Note [Copy order])")
+      ->check(CLI::IsMember({"deadline", "release"}))
+      ->capture_default_str();
   app->add_flag("--quiet", quiet, "no progress line on stderr");
   app->add_flag("--json", json, "print one JSON object");
 }
@@ -82,6 +87,7 @@ SearchOptions search_options(const PlanningArgs& args) {
                                : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   o.seed = args.seed;
   o.progress = !args.quiet;
+  o.planner.deadline_copy_order = args.copy_order == "deadline";
   return o;
 }
 

@@ -23,7 +23,8 @@ struct PlanningArgs {
   int64_t evaluations = 0;
   int threads = 0;  // 0: all hardware threads
   uint64_t seed = 1;
-  double compute_scale = 1;  // multiplies every op time
+  double compute_scale = 1;             // multiplies every op time
+  std::string copy_order = "deadline";  // or "release" (PlannerOptions::deadline_copy_order)
   bool quiet = false;
   bool json = false;
 

@@ -230,6 +230,7 @@ std::string report_data_json(const ReportInput& in) {
   data["stalls"] = {{"count", stalls.stalls.size()},
                     {"total_us", stalls.total_us},
                     {"unattributed_us", stalls.unattributed_us},
+                    {"by_cause", stall_causes_json(stalls)},
                     {"top", std::move(tj)},
                     {"by_tensor", std::move(bt)}};
 

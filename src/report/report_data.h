@@ -23,7 +23,8 @@
 //   memory    {time (Δns), bytes (Δ)}: SimResult::memory
 //   traffic   {tensor, in, out, drops, bytes, total}: the top rows of
 //             tensor_traffic() (report/traffic.h); total counts all of them
-//   stalls    {count, total_us, unattributed_us, top: {op, start_ns, idle_ns,
+//   stalls    {count, total_us, unattributed_us, by_cause (stall_causes_json),
+//             top: {op, start_ns, idle_ns,
 //             culprit_kind (StepKind, -1: none), culprit_tensor (-1: none),
 //             culprit_start_ns}, by_tensor: {tensor, idle_ns, stalls, via_in,
 //             via_out}} from attribute_stalls() (report/stalls.h), longest first

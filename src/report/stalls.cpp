@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "util/error.h"
+#include "util/units.h"
 
 namespace sa {
 namespace {
@@ -25,12 +29,79 @@ StepId latest_wait(const Plan& p, std::span<const StepTiming> timeline, StepId s
   return best;
 }
 
+// Note [Stall attribution]: why copy step c started when it did. prev: the
+// step before c on its stream, or -1.
+StallCause cause_of(const Plan& p, std::span<const StepTiming> timeline, StepId c, StepId prev) {
+  const double start = timeline[c].start_us;
+  if (prev >= 0 && timeline[prev].end_us >= start - kMinGapUs) return StallCause::kLinkBusy;
+  const StepId w = latest_wait(p, timeline, c);
+  if (w < 0 || timeline[w].end_us < start - kMinGapUs) return StallCause::kNotHeld;
+  return p.steps[w].kind == StepKind::kCompute ? StallCause::kWaitedForOp
+                                               : StallCause::kWaitedForCopy;
+}
+
 }  // namespace
+
+const char* to_string(StallCause c) {
+  switch (c) {
+    case StallCause::kNotHeld:
+      return "not held";
+    case StallCause::kLinkBusy:
+      return "link busy";
+    case StallCause::kWaitedForOp:
+      return "waited for an op";
+    case StallCause::kWaitedForCopy:
+      return "waited for a copy";
+  }
+  return "?";
+}
+
+nlohmann::json stall_causes_json(const StallReport& r) {
+  static constexpr const char* kKeys[kNumStallCauses] = {"not_held_us", "link_busy_us",
+                                                         "waited_for_op_us", "waited_for_copy_us"};
+  nlohmann::json j;
+  for (int dir = 0; dir < 2; ++dir) {
+    nlohmann::json& d = j[dir == 0 ? "swap_in" : "swap_out"];
+    for (int c = 0; c < kNumStallCauses; ++c)
+      d[kKeys[c]] = r.by_cause_us[dir][c];
+  }
+  return j;
+}
+
+std::string describe_stall_causes(const StallReport& r) {
+  std::string out;
+  for (int dir = 0; dir < 2; ++dir) {
+    double total = 0;
+    std::vector<std::pair<double, int>> parts;
+    for (int c = 0; c < kNumStallCauses; ++c) {
+      total += r.by_cause_us[dir][c];
+      if (r.by_cause_us[dir][c] > 0) parts.push_back({-r.by_cause_us[dir][c], c});
+    }
+    if (parts.empty()) continue;
+    std::sort(parts.begin(), parts.end());
+    std::string inner;
+    for (const auto& [neg_us, c] : parts)
+      inner += fmt::format("{}{} {}", inner.empty() ? "" : ", ",
+                           to_string(static_cast<StallCause>(c)), format_us(-neg_us));
+    out += fmt::format("{}{} {} ({})", out.empty() ? "" : ", ", dir == 0 ? "swap-ins" : "swap-outs",
+                       format_us(total), inner);
+  }
+  return out;
+}
 
 StallReport attribute_stalls(const Plan& p, std::span<const StepTiming> timeline) {
   SA_CHECK(static_cast<int>(timeline.size()) == p.num_steps(),
            "timeline has {} entries for {} steps", timeline.size(), p.num_steps());
   StallReport r;
+  // Each step's predecessor on its stream.
+  std::vector<StepId> prev_on_stream(p.num_steps(), -1);
+  StepId last[kNumStreams] = {-1, -1, -1};
+  for (StepId s = 0; s < p.num_steps(); ++s) {
+    const Stream st = stream_of(p.steps[s].kind);
+    if (st == Stream::kNone) continue;
+    prev_on_stream[s] = last[static_cast<int>(st)];
+    last[static_cast<int>(st)] = s;
+  }
   std::unordered_map<TensorId, size_t> row;  // tensor -> index in by_tensor
   double prev_end = 0;
   for (StepId s = 0; s < p.num_steps(); ++s) {
@@ -48,6 +119,9 @@ StallReport attribute_stalls(const Plan& p, std::span<const StepTiming> timeline
       continue;
     }
     const Step& c = p.steps[st.culprit];
+    r.stalls.back().cause = cause_of(p, timeline, st.culprit, prev_on_stream[st.culprit]);
+    r.by_cause_us[c.kind == StepKind::kSwapIn ? 0 : 1][static_cast<int>(r.stalls.back().cause)] +=
+        gap;
     auto [it, fresh] = row.try_emplace(c.subject, r.by_tensor.size());
     if (fresh) r.by_tensor.push_back({c.subject});
     TensorStall& ts = r.by_tensor[it->second];

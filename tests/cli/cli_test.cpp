@@ -66,6 +66,29 @@ TEST(CliPlan, PlansWritesAndVerifies) {
   std::remove(plan_file.c_str());
 }
 
+// The stall causes add up to the stall; --copy-order takes two words.
+TEST(CliPlan, StallCausesAddUpAndCopyOrderIsChecked) {
+  for (const char* order : {"deadline", "release"}) {
+    auto r = run_cli("plan " + kResnet + " --memory-fraction 0.3 --evaluations 150 --threads 2 " +
+                     "--quiet --json --copy-order " + order);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    double sum = 0;
+    for (const char* dir : {"swap_in", "swap_out"})
+      for (const auto& [key, us] : j["stall_causes"][dir].items())
+        sum += us.get<double>();
+    EXPECT_GT(j["stall_us"].get<double>(), 0) << order;
+    EXPECT_NEAR(sum, j["stall_us"].get<double>(), 1e-6 * j["stall_us"].get<double>()) << order;
+  }
+  auto r = run_cli("plan " + kResnet + " --memory-fraction 0.3 --evaluations 10 --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("compute stall"), std::string::npos);
+  EXPECT_NE(r.out.find("swap-ins"), std::string::npos) << r.out;
+  r = run_cli("plan " + kResnet + " --copy-order fifo --evaluations 10 --quiet");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--copy-order"), std::string::npos) << r.err;
+}
+
 TEST(CliPlan, BudgetBelowAnOpsNeedNamesTheOp) {
   auto r = run_cli("plan " + kResnet + " --memory 10MB --evaluations 10 --quiet");
   EXPECT_EQ(r.exit_code, 1);

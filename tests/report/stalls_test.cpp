@@ -40,6 +40,29 @@ TEST(Stalls, EachStallBlamesTheWaitThatFinishedLast) {
   EXPECT_DOUBLE_EQ(r.unattributed_us, 0);
 }
 
+// Why each culprit started when it did: s0 at time 0 (not held); s2 when
+// s0 freed the host-to-device stream (link busy); s4 when op1 (s3) ended;
+// s8 when op2 (s7) ended, the stream having been free since 30.
+TEST(Stalls, CausesOfTheCulprits) {
+  testing::StallFixture f;
+  const StallReport r = attribute_stalls(f.plan, f.sim.timeline);
+  ASSERT_EQ(r.stalls.size(), 4u);
+  const StallCause cause[] = {StallCause::kNotHeld, StallCause::kLinkBusy, StallCause::kWaitedForOp,
+                              StallCause::kWaitedForOp};
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(r.stalls[i].cause, cause[i]) << "stall " << i;
+  const auto in = [&](StallCause c) { return r.by_cause_us[0][static_cast<int>(c)]; };
+  const auto out = [&](StallCause c) { return r.by_cause_us[1][static_cast<int>(c)]; };
+  EXPECT_DOUBLE_EQ(in(StallCause::kNotHeld), 4);
+  EXPECT_DOUBLE_EQ(in(StallCause::kLinkBusy), 10);
+  EXPECT_DOUBLE_EQ(in(StallCause::kWaitedForOp), 4);
+  EXPECT_DOUBLE_EQ(in(StallCause::kWaitedForCopy), 0);
+  EXPECT_DOUBLE_EQ(out(StallCause::kWaitedForOp), 20);
+  EXPECT_DOUBLE_EQ(
+      out(StallCause::kLinkBusy) + out(StallCause::kNotHeld) + out(StallCause::kWaitedForCopy), 0);
+  EXPECT_STREQ(to_string(StallCause::kLinkBusy), "link busy");
+}
+
 TEST(Stalls, GroupedByTensorMostIdleFirst) {
   testing::StallFixture f;
   const StallReport r = attribute_stalls(f.plan, f.sim.timeline);
