@@ -21,13 +21,13 @@ SimResult Simulator::run(const Graph& g, const Plan& p, std::span<const double> 
 }
 
 SimResult Simulator::run(const Graph& g, const Plan& p, std::span<const double> op_us,
-                         const DeviceProfile& d, H2dPicker& picker) {
+                         const DeviceProfile& d, CopyPicker& picker) {
   return run_impl(g, p, op_us, d, {}, &picker);
 }
 
 SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const double> op_us,
                               const DeviceProfile& d, const SimOptions& options,
-                              H2dPicker* picker) {
+                              CopyPicker* picker) {
   SimResult r;
   const int num_steps = p.num_steps();
   for (auto& q : queue_)
@@ -61,7 +61,10 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
   const std::function<bool(StepId)> done = [&](StepId s) { return finish_of(s) != kUnknown; };
   // The next step of stream st if it can start now, else -1.
   auto next_step = [&](int st) -> StepId {
-    if (st == 1 && picker) return picker->exhausted() ? -1 : picker->pick(done);
+    if (st > 0 && picker) {
+      const Stream stream = static_cast<Stream>(st);
+      return picker->exhausted(stream) ? -1 : picker->pick(stream, done);
+    }
     if (head[st] >= queue_[st].size()) return -1;
     const StepId s = queue_[st][head[st]];
     if (!ready(s)) return -1;
@@ -69,7 +72,8 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
     return s;
   };
   auto stream_done = [&](int st) {
-    return st == 1 && picker ? picker->exhausted() : head[st] >= queue_[st].size();
+    return st > 0 && picker ? picker->exhausted(static_cast<Stream>(st))
+                            : head[st] >= queue_[st].size();
   };
 
   const double h2d = d.h2d_bytes_per_us(), d2h = d.d2h_bytes_per_us();
@@ -113,8 +117,9 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
       r.ok = false;
       for (int st = 0; st < kNumStreams; ++st)
         if (!stream_done(st)) {
-          if (st == 1 && picker) {
-            r.error = fmt::format("deadlock at {:.1f} us: no swap-in left can start", now);
+          if (st > 0 && picker) {
+            r.error = fmt::format("deadlock at {:.1f} us: no step left on the {} stream can start",
+                                  now, to_string(static_cast<Stream>(st)));
             break;
           }
           const StepId s = queue_[st][head[st]];

@@ -58,30 +58,30 @@ struct SimOptions {
   bool record_timeline = false;  // also fills timeline, memory, peak_device_bytes
 };
 
-// Chooses the host-to-device stream's next step while the simulation runs,
-// instead of the plan's order (Note [Copy order] in plan/swap_planner.h).
-class H2dPicker {
+// Chooses the copy streams' next steps while the simulation runs, instead
+// of the plan's order (Note [Copy order] in plan/swap_planner.h).
+class CopyPicker {
  public:
-  virtual ~H2dPicker() = default;
-  // Called whenever the stream is free: a swap-in all of whose waits are
-  // done (done(s): step s has finished) to start now, or -1 to leave the
-  // stream idle until the next step ends.
-  virtual StepId pick(const std::function<bool(StepId)>& done) = 0;
-  virtual bool exhausted() const = 0;  // every swap-in has been picked
+  virtual ~CopyPicker() = default;
+  // Called whenever copy stream st (kH2D or kD2H) is free: a step of that
+  // stream all of whose waits are done (done(s): step s has finished) to
+  // start now, or -1 to leave the stream idle until the next step ends.
+  virtual StepId pick(Stream st, const std::function<bool(StepId)>& done) = 0;
+  virtual bool exhausted(Stream st) const = 0;  // every step of st has been picked
 };
 
 class Simulator {
  public:
   SimResult run(const Graph& g, const Plan& p, std::span<const double> op_us,
                 const DeviceProfile& d, const SimOptions& options = {});
-  // The same, with the host-to-device steps started in the order `picker`
-  // chooses; the plan's order of its swap-ins is ignored.
+  // The same, with the copies started in the order `picker` chooses; the
+  // plan's order of its swap-ins and swap-outs is ignored.
   SimResult run(const Graph& g, const Plan& p, std::span<const double> op_us,
-                const DeviceProfile& d, H2dPicker& picker);
+                const DeviceProfile& d, CopyPicker& picker);
 
  private:
   SimResult run_impl(const Graph& g, const Plan& p, std::span<const double> op_us,
-                     const DeviceProfile& d, const SimOptions& options, H2dPicker* picker);
+                     const DeviceProfile& d, const SimOptions& options, CopyPicker* picker);
 
   std::vector<StepId> queue_[kNumStreams];
   std::vector<double> finish_;

@@ -76,7 +76,7 @@ class SwapPlanner::Pass {
   void write_plan(std::span<const int32_t> visit, std::span<const int32_t> cnt, int64_t budget,
                   const std::vector<ResidentTensor>& resident, Plan* out,
                   std::vector<StepId>* old_of);
-  bool order_swap_ins(const Plan& p, std::span<const StepId> old_of, std::vector<int32_t>* visit);
+  bool order_copies(const Plan& p, std::span<const StepId> old_of, std::vector<int32_t>* visit);
   void place_op(int i);
   void after_op(int i, StepId compute);
   void fetch(ItemId x, int i);
@@ -540,53 +540,52 @@ std::vector<int32_t> SwapPlanner::Pass::by_key(std::span<const int32_t> visit) c
   return sorted;
 }
 
-// Note [Copy order]: the host-to-device stream's order, chosen while the
-// plan (its swap-ins in release order) is simulated: earliest deadline first
-// among the swap-ins that can start, unless that one's key would pass the
-// deadline of another still to place.
-class DeadlinePicker final : public H2dPicker {
+// Note [Copy order]: the copy streams' orders, chosen while the plan (its
+// copies in release order) is simulated: on each stream, earliest deadline
+// first among the copies that can start, unless that one's key would pass
+// the deadline of another still to place.
+class DeadlinePicker final : public CopyPicker {
  public:
-  // ins: the plan's swap-ins in plan order; key and deadline per swap-in;
-  // computes: the plan's compute steps in order.
-  DeadlinePicker(const Plan& p, std::vector<StepId> ins, std::vector<int32_t> key,
-                 std::vector<int32_t> deadline, std::vector<StepId> computes)
-      : p_(p),
-        ins_(std::move(ins)),
-        key_(std::move(key)),
-        deadline_(std::move(deadline)),
-        computes_(std::move(computes)),
-        new_key_(key_),
-        placed_(ins_.size(), 0),
-        heap_(Later{this}) {
-    by_deadline_.resize(ins_.size());
-    for (size_t k = 0; k < ins_.size(); ++k)
-      by_deadline_[k] = static_cast<int32_t>(k);
-    std::sort(by_deadline_.begin(), by_deadline_.end(),
-              [&](int32_t a, int32_t b) { return urgency(a) < urgency(b); });
-    sequence_.reserve(ins_.size());
+  // One copy stream's steps (in plan order) with their release keys and
+  // deadlines.
+  struct Lane {
+    std::vector<StepId> steps;
+    std::vector<int32_t> key, deadline;
+  };
+
+  // lanes[0]: the swap-ins, lanes[1]: the swap-outs; computes: the plan's
+  // compute steps in order.
+  DeadlinePicker(const Plan& p, Lane in, Lane out, std::vector<StepId> computes)
+      : p_(p), computes_(std::move(computes)), index_(p.num_steps(), -1) {
+    lanes_[0].init(std::move(in));
+    lanes_[1].init(std::move(out));
+    for (const State& l : lanes_)
+      for (size_t k = 0; k < l.steps.size(); ++k)
+        index_[l.steps[k]] = static_cast<int32_t>(k);
   }
 
-  StepId pick(const std::function<bool(StepId)>& done) override {
-    // Swap-ins enter the heap once the op at their key has run.
+  StepId pick(Stream st, const std::function<bool(StepId)>& done) override {
+    State& l = lanes_[st == Stream::kH2D ? 0 : 1];
+    // Copies enter the heap once the op at their key has run.
     while (computes_done_ < computes_.size() && done(computes_[computes_done_]))
       ++computes_done_;
-    while (next_released_ < ins_.size() &&
-           key_[next_released_] < static_cast<int32_t>(computes_done_))
-      heap_.push(static_cast<int32_t>(next_released_++));
-    while (placed_[by_deadline_[next_urgent_]])
-      ++next_urgent_;
-    const int32_t urgent = by_deadline_[next_urgent_];
+    while (l.next_released < l.steps.size() &&
+           l.key[l.next_released] < static_cast<int32_t>(computes_done_))
+      l.heap.push(static_cast<int32_t>(l.next_released++));
+    while (l.placed[l.by_deadline[l.next_urgent]])
+      ++l.next_urgent;
+    const int32_t urgent = l.by_deadline[l.next_urgent];
     auto can_start = [&](int32_t k) {
-      for (StepId w : p_.waits_of(ins_[k]))
+      for (StepId w : p_.waits_of(l.steps[k]))
         if (!done(w)) return false;
       return true;
     };
     int32_t chosen = -1;
     stash_.clear();
-    while (!heap_.empty()) {
-      const int32_t k = heap_.top();
-      heap_.pop();
-      if (placed_[k]) continue;
+    while (!l.heap.empty()) {
+      const int32_t k = l.heap.top();
+      l.heap.pop();
+      if (l.placed[k]) continue;
       if (can_start(k)) {
         chosen = k;
         break;
@@ -594,84 +593,134 @@ class DeadlinePicker final : public H2dPicker {
       stash_.push_back(k);
     }
     for (int32_t k : stash_)
-      heap_.push(k);
-    if (chosen >= 0 && key_[chosen] >= deadline_[urgent]) {
-      heap_.push(chosen);
+      l.heap.push(k);
+    if (chosen >= 0 && earliest_key(l, chosen) >= l.deadline[urgent]) {
+      l.heap.push(chosen);
       chosen = can_start(urgent) ? urgent : -1;
     }
     if (chosen < 0) return -1;
-    placed_[chosen] = 1;
-    sequence_.push_back(chosen);
-    floor_ = std::max(floor_, key_[chosen]);
-    SA_CHECK(floor_ < deadline_[chosen], "swap-in step {} keyed at {}, after its first user at {}",
-             ins_[chosen], floor_, deadline_[chosen]);
-    new_key_[chosen] = floor_;
-    return ins_[chosen];
+    l.placed[chosen] = 1;
+    l.sequence.push_back(chosen);
+    l.floor = std::max(l.floor, earliest_key(l, chosen));
+    SA_CHECK(l.floor < l.deadline[chosen], "copy step {} keyed at {}, after its first user at {}",
+             l.steps[chosen], l.floor, l.deadline[chosen]);
+    l.new_key[chosen] = l.floor;
+    return l.steps[chosen];
   }
 
-  bool exhausted() const override { return sequence_.size() == ins_.size(); }
+  bool exhausted(Stream st) const override {
+    const State& l = lanes_[st == Stream::kH2D ? 0 : 1];
+    return l.sequence.size() == l.steps.size();
+  }
 
-  // The picked order (indices into ins) and each swap-in's new key.
-  const std::vector<int32_t>& sequence() const { return sequence_; }
-  int32_t key(int32_t k) const { return new_key_[k]; }
+  // Of lane i (0: swap-ins, 1: swap-outs): the picked order (indices into
+  // its steps) and each step's new key.
+  const std::vector<int32_t>& sequence(int i) const { return lanes_[i].sequence; }
+  int32_t key(int i, int32_t k) const { return lanes_[i].new_key[k]; }
 
  private:
-  std::tuple<int32_t, int32_t, int32_t> urgency(int32_t k) const {
-    return {deadline_[k], key_[k], k};
-  }
-  struct Later {
-    const DeadlinePicker* self;
-    bool operator()(int32_t a, int32_t b) const { return self->urgency(a) > self->urgency(b); }
+  struct State : Lane {
+    void init(Lane lane) {
+      static_cast<Lane&>(*this) = std::move(lane);
+      new_key = key;
+      placed.assign(steps.size(), 0);
+      by_deadline.resize(steps.size());
+      for (size_t k = 0; k < steps.size(); ++k)
+        by_deadline[k] = static_cast<int32_t>(k);
+      std::sort(by_deadline.begin(), by_deadline.end(),
+                [&](int32_t a, int32_t b) { return urgency(a) < urgency(b); });
+      sequence.reserve(steps.size());
+      heap = Heap(Later{this});
+    }
+    std::tuple<int32_t, int32_t, int32_t> urgency(int32_t k) const {
+      return {deadline[k], key[k], k};
+    }
+    struct Later {
+      const State* self;
+      bool operator()(int32_t a, int32_t b) const { return self->urgency(a) > self->urgency(b); }
+    };
+    using Heap = std::priority_queue<int32_t, std::vector<int32_t>, Later>;
+
+    std::vector<int32_t> new_key, by_deadline, sequence;
+    std::vector<uint8_t> placed;
+    Heap heap{Later{nullptr}};
+    size_t next_released = 0, next_urgent = 0;
+    int32_t floor = -1;
   };
 
+  // The smallest key copy k of lane l can take: its release key, and no
+  // earlier than the copies it waits for (a swap-in waits for the swap-out
+  // that frees its object), which have been placed.
+  int32_t earliest_key(const State& l, int32_t k) const {
+    int32_t at = l.key[k];
+    for (StepId w : p_.waits_of(l.steps[k]))
+      if (p_.steps[w].kind == StepKind::kSwapOut) at = std::max(at, lanes_[1].new_key[index_[w]]);
+    return at;
+  }
+
   const Plan& p_;
-  std::vector<StepId> ins_;
-  std::vector<int32_t> key_, deadline_;  // per swap-in: its release key, first user
   std::vector<StepId> computes_;
-  std::vector<int32_t> new_key_;  // its key in the picked order
-  std::vector<uint8_t> placed_;
-  std::vector<int32_t> by_deadline_, sequence_, stash_;
-  std::priority_queue<int32_t, std::vector<int32_t>, Later> heap_;
-  size_t computes_done_ = 0, next_released_ = 0, next_urgent_ = 0;
-  int32_t floor_ = -1;
+  std::vector<int32_t> index_;  // plan step -> its index in its lane
+  State lanes_[2];
+  std::vector<int32_t> stash_;
+  size_t computes_done_ = 0;
 };
 
-// Rekeys the swap-ins of the plan p, written from `*visit`, and puts them
-// into *visit in the order a DeadlinePicker chooses. Leaves everything as it
-// is (and returns false) when some step other than an op waits for a
-// swap-in, which only directives make happen.
-bool SwapPlanner::Pass::order_swap_ins(const Plan& p, std::span<const StepId> old_of,
-                                       std::vector<int32_t>* visit) {
-  std::vector<StepId> ins, computes;
-  std::vector<int32_t> key;
-  std::vector<int32_t> index(p.num_steps(), -1);  // plan step -> index into ins
-  for (StepId s = 0; s < p.num_steps(); ++s)
-    if (p.steps[s].kind == StepKind::kSwapIn) {
-      index[s] = static_cast<int32_t>(ins.size());
-      ins.push_back(s);
-      key.push_back(steps_[old_of[s]].key_pos);
-    }
-  if (ins.size() < 2) return false;
-  std::vector<int32_t> deadline(ins.size(), m_);
+// Rekeys the copies of the plan p, written from `*visit`, and puts them into
+// *visit in the order a DeadlinePicker chooses. Leaves everything as it is
+// (and returns false) when the plan has no copy, or when a step waits for a
+// copy in a way the picker does not handle (a drop or swap-out waiting for a
+// copy, a swap-in for a swap-in), which only directives make happen.
+bool SwapPlanner::Pass::order_copies(const Plan& p, std::span<const StepId> old_of,
+                                     std::vector<int32_t>* visit) {
+  DeadlinePicker::Lane lanes[2];
+  std::vector<int32_t> lane_of(p.num_steps(), -1), index(p.num_steps(), -1);
   for (StepId s = 0; s < p.num_steps(); ++s) {
-    const bool compute = p.steps[s].kind == StepKind::kCompute;
-    for (StepId w : p.waits_of(s)) {
-      if (index[w] < 0) continue;
-      if (!compute) return false;
-      deadline[index[w]] = std::min(deadline[index[w]], static_cast<int32_t>(computes.size()));
-    }
-    if (compute) computes.push_back(s);
+    const StepKind kind = p.steps[s].kind;
+    if (kind != StepKind::kSwapIn && kind != StepKind::kSwapOut) continue;
+    DeadlinePicker::Lane& l = lanes[kind == StepKind::kSwapIn ? 0 : 1];
+    lane_of[s] = kind == StepKind::kSwapIn ? 0 : 1;
+    index[s] = static_cast<int32_t>(l.steps.size());
+    l.steps.push_back(s);
+    l.key.push_back(steps_[old_of[s]].key_pos);
+    l.deadline.push_back(m_);
   }
-  DeadlinePicker picker(p, ins, std::move(key), std::move(deadline), std::move(computes));
+  if (lanes[0].steps.empty() && lanes[1].steps.empty()) return false;
+  // Deadlines: a copy's first user among the ops, and a swap-out is due
+  // before the swap-ins that wait for it are.
+  std::vector<StepId> computes;
+  for (StepId s = 0; s < p.num_steps(); ++s) {
+    const StepKind kind = p.steps[s].kind;
+    for (StepId w : p.waits_of(s)) {
+      if (lane_of[w] < 0) continue;
+      if (kind == StepKind::kCompute) {
+        int32_t& d = lanes[lane_of[w]].deadline[index[w]];
+        d = std::min(d, static_cast<int32_t>(computes.size()));
+      } else if (kind != StepKind::kSwapIn || lane_of[w] != 1) {
+        return false;
+      }
+    }
+    if (kind == StepKind::kCompute) computes.push_back(s);
+  }
+  for (size_t k = 0; k < lanes[0].steps.size(); ++k)
+    for (StepId w : p.waits_of(lanes[0].steps[k]))
+      if (lane_of[w] == 1) {
+        int32_t& d = lanes[1].deadline[index[w]];
+        d = std::min(d, lanes[0].deadline[k]);
+      }
+  const DeadlinePicker::Lane ins = lanes[0], outs = lanes[1];
+  DeadlinePicker picker(p, std::move(lanes[0]), std::move(lanes[1]), std::move(computes));
   picked = sim_.run(g_, p, op_us_, device_, picker);
-  SA_CHECK(picked.ok, "the deadline order of the host-to-device copies: {}", picked.error);
-  // The swap-ins take their slots of *visit in the picked order.
-  size_t next = 0;
+  SA_CHECK(picked.ok, "the deadline order of the copies: {}", picked.error);
+  // The copies take their stream's slots of *visit in the picked order.
+  size_t next[2] = {0, 0};
   for (int32_t& k : *visit) {
-    if (steps_[k].kind != StepKind::kSwapIn) continue;
-    const int32_t chosen = picker.sequence()[next++];
-    k = old_of[ins[chosen]];
-    steps_[k].key_pos = picker.key(chosen);
+    const StepKind kind = steps_[k].kind;
+    if (kind != StepKind::kSwapIn && kind != StepKind::kSwapOut) continue;
+    const int i = kind == StepKind::kSwapIn ? 0 : 1;
+    const int32_t chosen = picker.sequence(i)[next[i]++];
+    k = old_of[(i == 0 ? ins : outs).steps[chosen]];
+    steps_[k].key_pos = picker.key(i, chosen);
   }
   return true;
 }
@@ -730,7 +779,7 @@ void SwapPlanner::Pass::emit(std::span<const int32_t> cnt, int64_t budget,
   write_plan(visit, cnt, budget, resident, out, &old_of);
   // In deadline order, the plan just written (release order) is simulated
   // to choose the order of its swap-ins, then written again.
-  if (opt_.deadline_copy_order && dir_ == nullptr && order_swap_ins(*out, old_of, &visit)) {
+  if (opt_.deadline_copy_order && dir_ == nullptr && order_copies(*out, old_of, &visit)) {
     write_plan(visit, cnt, budget, resident, out, &old_of);
     has_picked = true;
   }

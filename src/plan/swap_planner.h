@@ -21,9 +21,9 @@
 // its object to be released (its last user, then its swap-out or drop), so it
 // is issued right after that release, not when the op needs it:
 //     last-user(W1) → swap-out(W1) → swap-in(W3) → op3
-// The device-to-host stream runs in order of release position, which keeps
-// the plan free of deadlock (every wait points to an earlier step); the
-// host-to-device stream too, or by need (Note [Copy order]).
+// Each copy stream runs in order of release position, which keeps the plan
+// free of deadlock (every wait points to an earlier step), or by need
+// (Note [Copy order]).
 //
 // Steady state (two passes and more): pass 0 assumes no tensor starts on the
 // device and writes every modified persistent tensor back at the end. The
@@ -42,25 +42,29 @@
 // In release order, a swap-in whose object was freed early, for an op far
 // ahead, runs before one whose object was freed a little later for the very
 // next op: the compute stream stalls while the link works for the future.
+// The same holds for swap-outs, which free the memory a later op needs.
 // In deadline order (the default), the planner writes the plan in release
-// order, simulates it (plan/simulator.h) with the host-to-device stream
-// chosen on the way: whenever the stream is free, it starts, among the
-// swap-ins whose waits are done, the one whose first user comes first
-// (earliest deadline first). The plan is then written again with its
-// swap-ins in the order they started, so simulating it gives exactly that
-// simulation (SwapPlanner::simulation(); the search uses it as it is).
-// The stream's order must agree with the step list, where every wait points
-// to an earlier step: a swap-in released at position r and first used at d
-// may sit at any key in [r, d-1]. Each takes key max(r, the previous
-// swap-in's key), and a swap-in is chosen only if r < d' for every swap-in
-// d' still to place; otherwise the stream waits for the one with the
-// smallest d'.
+// order, simulates it (plan/simulator.h) with each copy stream's next step
+// chosen on the way: whenever a copy stream is free, it starts, among its
+// copies whose waits are done, the one due first (earliest deadline first).
+// A swap-in is due at its first user; a swap-out at the first op that uses
+// the object it frees, or earlier, when a swap-in due earlier waits for it.
+// The plan is then written again with its copies in the order they started,
+// so simulating it gives exactly that simulation (SwapPlanner::simulation();
+// the search uses it as it is).
+// Each stream's order must agree with the step list, where every wait points
+// to an earlier step: a copy released at position r and due at d may sit at
+// any key in [r', d-1], where r' is r or, for a swap-in, the key of the
+// swap-out it waits for if later. Each takes key max(r', the previous copy's
+// key on its stream), and a copy is chosen only if r' < d' for every copy d'
+// of its stream still to place; otherwise the stream waits for the one with
+// the smallest d'.
 //
 //   d2h                 [= out(v) =]                  (v: the victim x evicts)
 //   release order   h2d              [= in(x) =][= in(y) =]   x freed at 1, for op 9
 //   deadline order  h2d   [= in(y) =]    [= in(x) =]           y freed at 2, for op 3
 //
-// On the Fig. 6 configurations the deadline order was faster on every
+// On the Fig. 6 configurations the deadline order was faster on every seed
 // candidate tried (docs/results.md); the baselines keep release order.
 
 #include <memory>
@@ -87,8 +91,8 @@ struct PlannerOptions {
   // A victim is preferred when the time since its last use (in op time along
   // the order) is at least threshold x the copy time its eviction enables.
   double eviction_threshold = 1.0;
-  // Order the host-to-device stream by need (Note [Copy order]) instead of
-  // by release position. Ignored with directives: the rule-based baselines
+  // Order the copy streams by need (Note [Copy order]) instead of by
+  // release position. Ignored with directives: the rule-based baselines
   // keep their rules' order.
   bool deadline_copy_order = true;
 };
