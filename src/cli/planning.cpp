@@ -33,7 +33,7 @@ void PlanningArgs::add_options(CLI::App* app) {
                   "iteration time)")
       ->check(CLI::PositiveNumber);
   app->add_option("--copy-order", copy_order,
-                  "order of the search's host-to-device copies: deadline, or release (as "
+                  "order of the search's copies on each link: deadline, or release (as "
                   "before; Note [Copy order])")
       ->check(CLI::IsMember({"deadline", "release"}))
       ->capture_default_str();

@@ -614,8 +614,9 @@ class DeadlinePicker final : public CopyPicker {
   }
 
   // Of lane i (0: swap-ins, 1: swap-outs): the picked order (indices into
-  // its steps) and each step's new key.
+  // its steps), and of its k-th step, the plan step and its new key.
   const std::vector<int32_t>& sequence(int i) const { return lanes_[i].sequence; }
+  StepId step(int i, int32_t k) const { return lanes_[i].steps[k]; }
   int32_t key(int i, int32_t k) const { return lanes_[i].new_key[k]; }
 
  private:
@@ -708,7 +709,6 @@ bool SwapPlanner::Pass::order_copies(const Plan& p, std::span<const StepId> old_
         int32_t& d = lanes[1].deadline[index[w]];
         d = std::min(d, lanes[0].deadline[k]);
       }
-  const DeadlinePicker::Lane ins = lanes[0], outs = lanes[1];
   DeadlinePicker picker(p, std::move(lanes[0]), std::move(lanes[1]), std::move(computes));
   picked = sim_.run(g_, p, op_us_, device_, picker);
   SA_CHECK(picked.ok, "the deadline order of the copies: {}", picked.error);
@@ -719,7 +719,7 @@ bool SwapPlanner::Pass::order_copies(const Plan& p, std::span<const StepId> old_
     if (kind != StepKind::kSwapIn && kind != StepKind::kSwapOut) continue;
     const int i = kind == StepKind::kSwapIn ? 0 : 1;
     const int32_t chosen = picker.sequence(i)[next[i]++];
-    k = old_of[(i == 0 ? ins : outs).steps[chosen]];
+    k = old_of[picker.step(i, chosen)];
     steps_[k].key_pos = picker.key(i, chosen);
   }
   return true;
@@ -778,7 +778,7 @@ void SwapPlanner::Pass::emit(std::span<const int32_t> cnt, int64_t budget,
   has_picked = false;
   write_plan(visit, cnt, budget, resident, out, &old_of);
   // In deadline order, the plan just written (release order) is simulated
-  // to choose the order of its swap-ins, then written again.
+  // to choose the order of its copies, then written again.
   if (opt_.deadline_copy_order && dir_ == nullptr && order_copies(*out, old_of, &visit)) {
     write_plan(visit, cnt, budget, resident, out, &old_of);
     has_picked = true;
