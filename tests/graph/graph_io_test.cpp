@@ -59,6 +59,7 @@ TEST(GraphIo, RoundTripsThroughJsonAndGzip) {
 
 TEST(GraphIo, SharedGraphsReadAndRoundTrip) {
   for (const auto& entry : std::filesystem::directory_iterator(data_path("graphs"))) {
+    if (!entry.path().string().ends_with(".json.gz")) continue;  // the README
     const Graph g = read_graph(entry.path().string());
     EXPECT_GT(g.num_ops(), 100) << entry.path();
     const Graph back = parse_graph(graph_to_json(g), "roundtrip");
