@@ -27,6 +27,7 @@
 #include "graph/stats.h"
 #include "graph/validate.h"
 #include "plan/allocation.h"
+#include "plan/problem.h"
 #include "plan/simulator.h"
 #include "plan/swap_planner.h"
 #include "search/ga.h"
@@ -130,6 +131,7 @@ struct Fixture {
   std::vector<OpId> order;
   Allocation alloc;
   Plan plan;
+  std::unique_ptr<Problem> problem;
 
   Fixture() {
     device = load_device("v100-16gb");
@@ -151,7 +153,9 @@ struct Fixture {
     if (!default_allocation(g, sizes, order, budget, &alloc, &why))
       throw Error("bench_simulator: the 16 GB budget is too small: " + why);
     SwapPlanner planner(g, sizes, op_us, device);
-    SA_CHECK(planner.plan(order, alloc, budget, {}, &plan, &why), "{}", why);
+    const PlanResult r = planner.plan(order, alloc, budget, {}, &plan);
+    SA_CHECK(r.ok, "{}", r.why);
+    problem = std::make_unique<Problem>(g, device, budget);
     std::fprintf(
         stderr,
         "%s: %d ops, %d tensors, %d sizes, peak live %.1f GiB, budget %.1f GiB, %d plan steps\n",
@@ -200,32 +204,43 @@ void BM_SimulateWithTimeline(benchmark::State& state) {
 }
 BENCHMARK(BM_SimulateWithTimeline)->Unit(benchmark::kMillisecond);
 
-// One swap plan of (order, allocation).
+// One swap plan of (order, allocation), in release order (no simulation):
+// arg 0 the size-class pool, 1 planned offsets in the arena.
 void BM_Plan(benchmark::State& state) {
   const Fixture& f = fixture();
   SwapPlanner planner(f.g, f.sizes, f.op_us, f.device);
+  PlannerOptions o;
+  o.deadline_copy_order = false;
   Plan p;
-  for (auto _ : state)
-    benchmark::DoNotOptimize(planner.plan(f.order, f.alloc, f.budget, {}, &p));
+  for (auto _ : state) {
+    const PlanResult r = state.range(0) == 0
+                             ? planner.plan(f.order, f.alloc, f.budget, o, &p)
+                             : planner.plan_arena(f.order, f.budget, f.budget, o, &p);
+    benchmark::DoNotOptimize(r.ok);
+  }
   state.SetItemsProcessed(state.iterations());
-  add_info(state, f);
+  state.counters["steps"] = p.num_steps();
 }
-BENCHMARK(BM_Plan)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Plan)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
-// One evaluation as the search does it: plan, then simulate.
+// One evaluation as the search does it: plan (copies in deadline order,
+// which simulates the plan): arg 0 the size-class pool, 1 the arena.
 void BM_Evaluate(benchmark::State& state) {
   const Fixture& f = fixture();
   SwapPlanner planner(f.g, f.sizes, f.op_us, f.device);
-  Simulator sim;
   Plan p;
+  double t = 0;
   for (auto _ : state) {
-    planner.plan(f.order, f.alloc, f.budget, {}, &p);
-    benchmark::DoNotOptimize(sim.run(f.g, p, f.op_us, f.device).iteration_us);
+    const PlanResult r = state.range(0) == 0
+                             ? planner.plan(f.order, f.alloc, f.budget, {}, &p)
+                             : planner.plan_arena(f.order, f.budget, f.budget, {}, &p);
+    t = r.simulation ? r.simulation->iteration_us : 0;
+    benchmark::DoNotOptimize(t);
   }
   state.SetItemsProcessed(state.iterations());
-  add_info(state, f);
+  state.counters["iteration_ms"] = t / 1e3;
 }
-BENCHMARK(BM_Evaluate)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Evaluate)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // The schedule operators on the same graph: a crossover and a ready-set
 // mutation at 10% (the search's heaviest).
@@ -244,25 +259,34 @@ void BM_ScheduleCrossoverAndMutation(benchmark::State& state) {
 }
 BENCHMARK(BM_ScheduleCrossoverAndMutation)->Unit(benchmark::kMicrosecond);
 
-// The whole search, operators and selection included, on `threads` threads:
-// evaluations per second end to end (two generations of 48).
+// The whole search, operators and selection included, on `threads` threads
+// (arg 0) with the size-class pool (arg 1 = 0) or the arena (1): evaluations
+// per second end to end (two generations of 48).
 void BM_Search(benchmark::State& state) {
   const Fixture& f = fixture();
   SearchOptions o;
   o.population = 48;
   o.max_evaluations = 3 * 48;
   o.threads = static_cast<int>(state.range(0));
+  o.allocator = state.range(1) == 0 ? Allocator::kSizeClass : Allocator::kArena;
   int64_t evals = 0;
   double best = 0;
   for (auto _ : state) {
-    const SearchResult r = search(f.g, *f.df, f.device, f.op_us, f.budget, o);
+    const SearchResult r = search(*f.problem, o);
     evals += r.evaluations;
     best = r.sim.iteration_us;
   }
   state.SetItemsProcessed(evals);
   state.counters["best_ms"] = best / 1e3;
 }
-BENCHMARK(BM_Search)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_Search)
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->Args({2, 0})
+    ->Args({2, 1})
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace sa

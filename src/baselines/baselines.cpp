@@ -1,7 +1,5 @@
 #include "baselines/baselines.h"
 
-#include <chrono>
-
 #include <fmt/format.h>
 
 #include "baselines/saved_activations.h"
@@ -11,8 +9,6 @@
 
 namespace sa {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Rules of the rule-based baselines, on the program order.
 enum class Rules { kNone, kVdnn, kSwapAll, kTflms };
@@ -62,39 +58,34 @@ bool has_backward(const Graph& g) {
   return false;
 }
 
-void simulate(const Problem& pb, MethodResult& r) {
-  Simulator sim;
-  r.sim = sim.run(pb.graph, r.plan, pb.op_us, pb.device, {.record_timeline = true});
-  r.evaluations = 1;
-  SA_CHECK(r.sim.ok, "{} plan does not simulate: {}", r.name, r.sim.error);
-}
-
 }  // namespace
 
 std::vector<std::string> baseline_names() {
   return {"ideal", "odswap", "vdnn", "swap-all", "tflms"};
 }
 
-MethodResult run_baseline(std::string_view name, const Problem& pb) {
-  const auto start = Clock::now();
-  MethodResult r;
-  r.name = std::string(name);
+BaselinePlan plan_baseline(std::string_view name, const Problem& pb, Allocator allocator) {
+  BaselinePlan r;
   const Graph& g = pb.graph;
   const auto order = program_order(g.num_ops());
   SwapPlanner planner(g, pb.sizes, pb.op_us, pb.device);
+  const bool arena = allocator == Allocator::kArena;
   PlannerOptions opt;
-  std::string why;
 
   if (name == "odswap") {
-    Allocation a;
-    if (!default_allocation(g, pb.sizes, order, pb.budget, &a, &why)) {
-      r.why = why;
-      return r;
-    }
     opt.eviction = EvictionPolicy::kLru;
     opt.deadline_copy_order = false;  // Note [Copy order] is this project's, not the baseline's
-    if (!planner.plan(order, a, pb.budget, opt, &r.plan, &why)) {
-      r.why = why;
+    PlanResult planned;
+    if (arena) {
+      planned = planner.plan_arena(order, pb.budget, pb.budget, opt, &r.plan);
+    } else {
+      Allocation a;
+      if (!default_allocation(g, pb.sizes, order, pb.budget, &a, &r.why)) return r;
+      planned = planner.plan(order, a, pb.budget, opt, &r.plan);
+    }
+    if (!planned.ok) {
+      r.why = planned.why;
+      r.plan = Plan();
       return r;
     }
   } else {
@@ -114,14 +105,21 @@ MethodResult run_baseline(std::string_view name, const Problem& pb) {
       r.why = "the graph has no backward phase, which this method's rules need";
       return r;
     }
-    Allocation a;
-    a.cls.resize(pb.sizes.num_sizes());
-    for (int i = 0; i < pb.sizes.num_sizes(); ++i)
-      a.cls[i] = i;
-    a.cnt.assign(pb.sizes.num_sizes(), 0);
+    // Room for whatever the rules keep: the plan says how much that is.
     const Directives d = make_directives(pb, order, rules);
-    planner.plan(order, a, pb.budget, opt, &r.plan, &why, &d);
-    const int64_t need = r.plan.pool.total_bytes();
+    PlanResult planned;
+    if (arena) {
+      planned = planner.plan_arena(order, pb.budget, pb.budget, opt, &r.plan, &d);
+    } else {
+      Allocation a;
+      a.cls.resize(pb.sizes.num_sizes());
+      for (int i = 0; i < pb.sizes.num_sizes(); ++i)
+        a.cls[i] = i;
+      a.cnt.assign(pb.sizes.num_sizes(), 0);
+      planned = planner.plan(order, a, pb.budget, opt, &r.plan, &d);
+    }
+    SA_CHECK(planned.ok, "{} with room for everything: {}", name, planned.why);
+    const int64_t need = r.plan.arena_bytes();
     if (rules == Rules::kNone) {
       r.plan.memory_budget = need;  // ideal: whatever it takes
     } else if (need > pb.budget) {
@@ -131,10 +129,7 @@ MethodResult run_baseline(std::string_view name, const Problem& pb) {
       return r;
     }
   }
-  r.plan.method = r.name;
   r.feasible = true;
-  simulate(pb, r);
-  r.planning_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return r;
 }
 

@@ -16,10 +16,11 @@
 //             swap-in issued a fixed look-ahead (kTflmsLookahead ops) before
 //             its use
 //
-// odswap plans within the budget with the default allocation. The rule-based
-// ones (vdnn, swap-all, tflms) keep everything else on the device; their plan
-// is infeasible when what their rules keep exceeds the budget, which the
-// result says. All use the program order.
+// odswap plans within the budget with the default allocation (size classes)
+// or the whole budget as its capacity (planned offsets). The rule-based ones
+// (vdnn, swap-all, tflms) keep everything else on the device; their plan is
+// infeasible when what their rules keep exceeds the budget, which the result
+// says. All use the program order. methods/methods.h runs them by name.
 
 #include <string>
 #include <string_view>
@@ -27,26 +28,22 @@
 
 #include "plan/plan.h"
 #include "plan/problem.h"
-#include "plan/simulator.h"
 
 namespace sa {
 
 inline constexpr int kTflmsLookahead = 8;  // ops between a swap-in's issue and its use
 
-struct MethodResult {
-  std::string name;
+struct BaselinePlan {
   bool feasible = false;
   std::string why;  // when infeasible
   Plan plan;        // when feasible
-  SimResult sim;    // when feasible; with timeline
-  double planning_seconds = 0;
-  int64_t evaluations = 0;  // plans simulated (1 for the baselines)
 };
 
 // ideal, odswap, vdnn, swap-all, tflms.
 std::vector<std::string> baseline_names();
 
-// Plans and simulates one baseline. Throws sa::Error for an unknown name.
-MethodResult run_baseline(std::string_view name, const Problem& problem);
+// Plans one baseline with the given allocator. Throws sa::Error for an
+// unknown name.
+BaselinePlan plan_baseline(std::string_view name, const Problem& problem, Allocator allocator);
 
 }  // namespace sa

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "baselines/method_json.h"
 #include "cli/planning.h"
 #include "plan/bounds.h"
 #include "util/units.h"
@@ -15,12 +14,9 @@ void run_compare(const PlanningArgs& args) {
   const PlanningInputs in = load_planning_inputs(args);
   const Problem problem(in.graph, in.device, in.budget, args.compute_scale);
   print_warnings(problem.warnings);
-  std::vector<std::string> names = {"swapadvisor"};
-  for (const auto& b : baseline_names())
-    names.push_back(b);
   std::vector<MethodResult> results;
-  for (const auto& name : names)
-    results.push_back(run_method(name, problem, search_options(args)));
+  for (const auto& name : method_names())
+    results.push_back(run_method(name, problem, method_options(args)));
 
   // Lower bounds (plan/bounds.h): for the program order, and for the order
   // the search chose.

@@ -24,7 +24,7 @@ void run_plan(const PlanArgs& args) {
   const PlanningInputs in = load_planning_inputs(args.planning);
   const Problem problem(in.graph, in.device, in.budget, args.planning.compute_scale);
   print_warnings(problem.warnings);
-  const MethodResult r = run_method(args.method, problem, search_options(args.planning));
+  const MethodResult r = run_method(args.method, problem, method_options(args.planning));
   if (!r.feasible)
     throw sa::Error(fmt::format("{} cannot plan within the budget: {}", r.name, r.why));
   if (!args.output.empty()) write_plan(in.graph, r.plan, args.output);
@@ -45,7 +45,9 @@ void run_plan(const PlanArgs& args) {
                         {"stall_us", s.stall_us},
                         {"stall_causes", stall_causes_json(stalls)},
                         {"peak_device_bytes", s.peak_device_bytes},
-                        {"pool_bytes", r.plan.pool.total_bytes()},
+                        {"allocator", std::string(to_string(r.plan.allocator))},
+                        {"arena_bytes", r.plan.arena_bytes()},
+                        {"pool_bytes", r.plan.arena_bytes()},
                         {"memory_budget_bytes", in.budget},
                         {"search_seconds", r.planning_seconds},
                         {"evaluations", r.evaluations}};
@@ -67,9 +69,14 @@ void run_plan(const PlanArgs& args) {
              stalls.total_us > 0 ? ": " + describe_stall_causes(stalls) : "");
   fmt::print("swapped       {} in, {} out\n", format_bytes(s.swap_in_bytes),
              format_bytes(s.swap_out_bytes));
-  fmt::print("device memory peak {} of a {} pool ({} classes, {} objects)\n",
-             format_bytes(s.peak_device_bytes), format_bytes(r.plan.pool.total_bytes()),
-             r.plan.pool.num_classes(), r.plan.pool.num_objects());
+  if (r.plan.allocator == Allocator::kArena)
+    fmt::print("device memory peak {} in an arena of {} (planned offsets, {} objects)\n",
+               format_bytes(s.peak_device_bytes), format_bytes(r.plan.arena_bytes()),
+               r.plan.num_objects());
+  else
+    fmt::print("device memory peak {} of a {} pool ({} classes, {} objects)\n",
+               format_bytes(s.peak_device_bytes), format_bytes(r.plan.pool.total_bytes()),
+               r.plan.pool.num_classes(), r.plan.num_objects());
   if (!args.output.empty()) fmt::print("plan written  {}\n", args.output);
   if (!args.trace.empty()) fmt::print("trace written {}\n", args.trace);
 }

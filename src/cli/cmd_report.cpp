@@ -13,6 +13,7 @@
 
 #include "cli/planning.h"
 #include "plan/plan_io.h"
+#include "plan/verify.h"
 #include "report/report.h"
 #include "util/error.h"
 #include "util/file_io.h"
@@ -36,15 +37,6 @@ std::string graph_source(const GraphSource& s) {
   return out;
 }
 
-// The plan file's memory_budget, read before the graph is loaded.
-int64_t plan_budget(const std::string& path) {
-  const nlohmann::json j = nlohmann::json::parse(read_file(path), nullptr, false);
-  if (!j.is_object() || !j.contains("memory_budget") || !j["memory_budget"].is_number_integer() ||
-      j["memory_budget"].get<int64_t>() <= 0)
-    throw Error(fmt::format("{}: not a plan file with a positive memory_budget", path));
-  return j["memory_budget"].get<int64_t>();
-}
-
 void run_report(ReportArgs args) {
   if (args.output.empty()) throw Error("report: give the page's file name with -o report.html");
   // `report --model M PLAN`: the one positional is the plan.
@@ -52,25 +44,30 @@ void run_report(ReportArgs args) {
       args.plan.empty())
     std::swap(args.planning.source.file, args.plan);
   const bool given_plan = !args.plan.empty();
+  std::vector<MethodResult> methods;
+  std::optional<Graph> graph;
+  std::optional<int64_t> budget;
   if (given_plan) {
-    // The budget is the plan's: load the inputs (and check the graph) with it.
+    // The plan, read and verified against its graph; the budget is the plan's.
     if (!args.planning.memory.empty() || args.planning.memory_fraction > 0)
       print_warnings(
           {"report: --memory and --memory-fraction are ignored with a PLAN: its "
            "memory_budget is used"});
-    args.planning.memory = std::to_string(plan_budget(args.plan));
-    args.planning.memory_fraction = 0;
+    graph = args.planning.source.load();
+    MethodResult r;
+    r.plan = read_plan(*graph, args.plan);
+    const VerifyResult v = verify_plan(*graph, r.plan);
+    if (!v.ok) throw Error(fmt::format("{}: the plan is not valid: {}", args.plan, v.violation));
+    budget = r.plan.memory_budget;
+    methods.push_back(std::move(r));
   }
-  PlanningInputs in = load_planning_inputs(args.planning);
+  PlanningInputs in = load_planning_inputs(args.planning, std::move(graph), budget);
 
-  std::vector<MethodResult> methods;
   std::string origin;
   if (given_plan) {
-    MethodResult r;
-    r.plan = read_plan(in.graph, args.plan);
+    MethodResult& r = methods.front();
     r.name = r.plan.method.empty() ? "plan" : r.plan.method;
     origin = fmt::format("read from {}", std::filesystem::path(args.plan).filename().string());
-    methods.push_back(std::move(r));
   }
   const Problem problem(in.graph, in.device, in.budget, args.planning.compute_scale);
   print_warnings(problem.warnings);
@@ -82,14 +79,12 @@ void run_report(ReportArgs args) {
     r.feasible = true;
     r.evaluations = 1;
     if (args.baselines)
-      for (const auto& b : baseline_names())
-        methods.push_back(run_baseline(b, problem));
+      for (const auto& name : method_names())
+        if (name != "swapadvisor")
+          methods.push_back(run_method(name, problem, method_options(args.planning)));
   } else {
-    std::vector<std::string> names = {"swapadvisor"};
-    for (const auto& b : baseline_names())
-      names.push_back(b);
-    for (const auto& name : names)
-      methods.push_back(run_method(name, problem, search_options(args.planning)));
+    for (const auto& name : method_names())
+      methods.push_back(run_method(name, problem, method_options(args.planning)));
     origin = fmt::format("searched for {:.1f} s ({} plans)", methods.front().planning_seconds,
                          methods.front().evaluations);
   }

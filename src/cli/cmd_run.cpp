@@ -120,7 +120,7 @@ void run_run(const RunArgs& args) {
                         {"swap_out_bytes", r.swap_out_bytes},
                         {"peak_device_bytes", r.peak_device_bytes},
                         {"memory_budget_bytes", p.memory_budget},
-                        {"pool_bytes", p.pool.total_bytes()},
+                        {"pool_bytes", p.arena_bytes()},
                         {"host_bytes", r.host_bytes},
                         {"safety_waits", r.safety_waits},
                         {"late_kernels", r.late_kernels},
@@ -150,9 +150,9 @@ void run_run(const RunArgs& args) {
       fmt::print(
           "late ops    {:.0f} kernels ran past their op time, by {} in all per iteration{}\n",
           late_kernels, format_us(overrun_us), scale != 1 ? " (device time)" : "");
-    fmt::print("device      peak {} in use; arena {} (the budget), pool {}\n",
+    fmt::print("device      peak {} in use; arena {} (the budget), objects reach {}\n",
                format_bytes(r.peak_device_bytes), format_bytes(r.arena_bytes),
-               format_bytes(p.pool.total_bytes()));
+               format_bytes(p.arena_bytes()));
     fmt::print("integrity   {}\n",
                r.integrity_ok ? fmt::format("ok: every op's results and every persistent tensor "
                                             "match the reference run in all {} iterations",

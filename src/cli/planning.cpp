@@ -37,16 +37,24 @@ void PlanningArgs::add_options(CLI::App* app) {
                   "before; Note [Copy order])")
       ->check(CLI::IsMember({"deadline", "release"}))
       ->capture_default_str();
+  app->add_option("--allocator", allocator,
+                  "device memory: arena (planned offsets in one arena) or size-class (the "
+                  "paper's pool)")
+      ->check(CLI::IsMember({"arena", "size-class"}))
+      ->capture_default_str();
   app->add_flag("--quiet", quiet, "no progress line on stderr");
   app->add_flag("--json", json, "print one JSON object");
 }
 
-PlanningInputs load_planning_inputs(const PlanningArgs& args) {
+PlanningInputs load_planning_inputs(const PlanningArgs& args, std::optional<Graph> graph,
+                                    std::optional<int64_t> budget) {
   PlanningInputs in;
-  in.graph = args.source.load();
+  in.graph = graph ? std::move(*graph) : args.source.load();
   in.device = load_device(args.device);
   in.peak_live = peak_live_bytes(in.graph);
-  if (!args.memory.empty()) {
+  if (budget) {
+    in.budget = *budget;
+  } else if (!args.memory.empty()) {
     auto b = parse_bytes(args.memory);
     if (!b)
       throw Error(fmt::format("--memory: cannot read '{}' as a size (e.g. 16GB, 11.5GiB, 4096)",
@@ -78,8 +86,10 @@ PlanningInputs load_planning_inputs(const PlanningArgs& args) {
   return in;
 }
 
-SearchOptions search_options(const PlanningArgs& args) {
-  SearchOptions o;
+MethodOptions method_options(const PlanningArgs& args) {
+  MethodOptions m;
+  m.allocator = *allocator_from_string(args.allocator);
+  SearchOptions& o = m.search;
   o.time_budget_s = args.time_budget_s;
   o.max_evaluations = args.evaluations;
   if (o.time_budget_s == 0 && o.max_evaluations == 0) o.time_budget_s = 10;
@@ -88,22 +98,8 @@ SearchOptions search_options(const PlanningArgs& args) {
   o.seed = args.seed;
   o.progress = !args.quiet;
   o.planner.deadline_copy_order = args.copy_order == "deadline";
-  return o;
-}
-
-MethodResult run_method(const std::string& name, const Problem& problem,
-                        const SearchOptions& search) {
-  if (name != "swapadvisor") return run_baseline(name, problem);
-  MethodResult r;
-  r.name = name;
-  SearchResult s = sa::search(problem.graph, problem.dataflow, problem.device, problem.op_us,
-                              problem.budget, search);
-  r.feasible = true;
-  r.plan = std::move(s.plan);
-  r.sim = std::move(s.sim);
-  r.planning_seconds = s.seconds;
-  r.evaluations = s.evaluations;
-  return r;
+  o.allocator = m.allocator;
+  return m;
 }
 
 std::string describe_budget(const PlanningInputs& in) {

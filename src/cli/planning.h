@@ -7,8 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "baselines/baselines.h"
 #include "cli/common.h"
+#include "methods/methods.h"
 #include "plan/problem.h"
 #include "search/ga.h"
 
@@ -25,6 +25,7 @@ struct PlanningArgs {
   uint64_t seed = 1;
   double compute_scale = 1;             // multiplies every op time
   std::string copy_order = "deadline";  // or "release" (PlannerOptions::deadline_copy_order)
+  std::string allocator{to_string(kDefaultAllocator)};  // "arena" or "size-class"
   bool quiet = false;
   bool json = false;
 
@@ -40,13 +41,13 @@ struct PlanningInputs {
   int64_t peak_live = 0;
   std::optional<int> batch;  // samples per iteration, when known
 };
-PlanningInputs load_planning_inputs(const PlanningArgs& args);
+// With a graph already loaded (it is taken), or a budget given (a plan's),
+// those are used instead of the arguments'.
+PlanningInputs load_planning_inputs(const PlanningArgs& args, std::optional<Graph> graph = {},
+                                    std::optional<int64_t> budget = {});
 
-SearchOptions search_options(const PlanningArgs& args);
-
-// "swapadvisor" (the search) or a baseline name.
-MethodResult run_method(const std::string& name, const Problem& problem,
-                        const SearchOptions& search);
+// The allocator and the search options the arguments give.
+MethodOptions method_options(const PlanningArgs& args);
 
 // "2.88 GiB (50% of peak live 5.76 GiB)".
 std::string describe_budget(const PlanningInputs& in);

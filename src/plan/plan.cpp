@@ -1,5 +1,10 @@
 #include "plan/plan.h"
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "util/error.h"
+
 namespace sa {
 
 std::string_view to_string(StepKind k) {
@@ -30,6 +35,12 @@ std::string_view to_string(Stream s) {
   return "?";
 }
 
+void Step::wrong_subject(StepKind k) {
+  SA_CHECK(false, "a {} step's subject read as {}", to_string(k),
+           k == StepKind::kCompute ? "a tensor" : "an op");
+  std::abort();
+}
+
 int64_t Pool::total_bytes() const {
   int64_t sum = 0;
   for (int c = 0; c < num_classes(); ++c)
@@ -44,32 +55,51 @@ int Pool::num_objects() const {
   return n;
 }
 
-void Pool::finalize() {
-  const int nc = num_classes();
-  class_first.assign(nc + 1, 0);
-  for (int c = 0; c < nc; ++c)
-    class_first[c + 1] = class_first[c] + class_count[c];
-  object_class.resize(class_first[nc]);
-  object_offset.resize(class_first[nc]);
+ObjectId Pool::first_object(ClassId c) const {
+  ObjectId first = 0;
+  for (ClassId c2 = 0; c2 < c; ++c2)
+    first += class_count[c2];
+  return first;
+}
+
+std::vector<Block> pool_layout(const Pool& pool) {
+  std::vector<Block> objects;
+  objects.reserve(pool.num_objects());
   int64_t offset = 0;
-  for (int c = 0; c < nc; ++c) {
-    for (int k = 0; k < class_count[c]; ++k) {
-      object_class[class_first[c] + k] = c;
-      object_offset[class_first[c] + k] = offset;
-      offset += class_bytes[c];
+  for (ClassId c = 0; c < pool.num_classes(); ++c)
+    for (int k = 0; k < pool.class_count[c]; ++k) {
+      objects.push_back({offset, pool.class_bytes[c], c});
+      offset += pool.class_bytes[c];
     }
-  }
+  return objects;
+}
+
+std::string_view to_string(Allocator a) {
+  return a == Allocator::kArena ? "arena" : "size-class";
+}
+
+std::optional<Allocator> allocator_from_string(std::string_view s) {
+  if (s == "arena") return Allocator::kArena;
+  if (s == "size-class") return Allocator::kSizeClass;
+  return std::nullopt;
+}
+
+int64_t Plan::arena_bytes() const {
+  if (allocator == Allocator::kSizeClass) return pool.total_bytes();
+  int64_t end = 0;
+  for (const Block& b : objects)
+    end = std::max(end, b.end());
+  return end;
 }
 
 void Plan::clear() {
   method.clear();
   memory_budget = 0;
+  allocator = Allocator::kSizeClass;
   order.clear();
   pool.class_bytes.clear();
   pool.class_count.clear();
-  pool.class_first.clear();
-  pool.object_class.clear();
-  pool.object_offset.clear();
+  objects.clear();
   tensor_class.clear();
   workspace_class.clear();
   steps.clear();

@@ -6,13 +6,24 @@
 //
 // Note [Plan semantics]
 // ---------------------
-// * Memory is a pool carved from one device arena of `memory_budget` bytes:
-//   size class c has class_count[c] objects of class_bytes[c] bytes each.
-//   Objects are numbered class by class; object k of class c sits at arena
-//   offset  sum_{c' < c} class_count[c'] * class_bytes[c'] + k * class_bytes[c].
-//   Every tensor belongs to one class (tensor_class) and, while on the device,
-//   occupies one object of that class. An op's workspace occupies an object of
-//   workspace_class[op] while the op runs.
+// * Memory is one device arena of `memory_budget` bytes. Every tensor, while
+//   on the device, occupies one object: a range [offset, offset + bytes) of
+//   the arena (`objects`). An op's workspace occupies an object while the op
+//   runs. Two objects may overlap in the arena; then they are never occupied
+//   at the same time (every step that fills one waits for the steps that
+//   touched the other's previous tenant). The allocator says how the objects
+//   were made:
+//   - size-class (the paper's pool): size class c has class_count[c] objects
+//     of class_bytes[c] bytes each, numbered class by class and laid out one
+//     after the other:  object k of class c sits at offset
+//     sum_{c' < c} class_count[c'] * class_bytes[c'] + k * class_bytes[c].
+//     Every tensor belongs to one class (tensor_class) and uses objects of
+//     that class only; an op's workspace uses workspace_class[op]. No two
+//     objects overlap.
+//   - arena (planned offsets, Note [Arena planning] in swap_planner.h): each
+//     object has its own offset and exactly its tenant's bytes; objects
+//     overlap where their tenancies follow one another in time. There are no
+//     classes (tensor_class and workspace_class are empty).
 // * `steps` lists every action. Each step runs on one stream: compute steps on
 //   the compute stream, swap-ins on host→device, swap-outs on device→host;
 //   drops (free an object without a copy, the host copy being current) take
@@ -23,8 +34,8 @@
 // * A compute step for op o uses, for its k-th access in for_each_access()
 //   order (outputs, inputs, updates), object access_objects[access_begin[o] + k],
 //   and for its workspace (if any) the object right after those.
-// * A swap-in copies a tensor's host copy into an object; a swap-out copies an
-//   object's tensor to its host copy; after a swap-out or drop the object is
+// * A swap-in copies a tensor's host copy into an object; a swap-out copies
+//   an object's tensor to its host copy; after a swap-out or drop the object is
 //   free. A transient's object is also free after its last access.
 // * initial_resident lists the persistent tensors that are on the device, in
 //   the given objects and at their latest value, when the iteration starts;
@@ -33,6 +44,7 @@
 //   this one ended. All other tensors start in host memory only.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -69,12 +81,27 @@ std::string_view to_string(Stream s);    // "compute", "h2d", "d2h", "none"
 
 struct Step {
   StepKind kind = StepKind::kCompute;
-  int32_t subject = 0;          // compute: the OpId; otherwise the TensorId
+  int32_t subject = 0;          // compute: the OpId; otherwise the TensorId (use op() / tensor())
   ObjectId object = kNoObject;  // swaps and drops: the object; compute: kNoObject
   int32_t wait_begin = 0;       // waits are Plan::waits[wait_begin, wait_end)
   int32_t wait_end = 0;
+
+  bool runs_op() const { return kind == StepKind::kCompute; }
+  // The subject, checked against the kind: a compute step's op, a copy's or
+  // drop's tensor. (Reading a compute step's subject as a tensor id indexes
+  // the tensors with an op id, out of bounds whenever ops outnumber tensors.)
+  OpId op() const {
+    if (!runs_op()) wrong_subject(kind);
+    return subject;
+  }
+  TensorId tensor() const {
+    if (runs_op()) wrong_subject(kind);
+    return subject;
+  }
+  [[noreturn]] static void wrong_subject(StepKind k);  // an internal error (a bug)
 };
 
+// The paper's size-class pool (Note [Plan semantics]).
 struct Pool {
   std::vector<int64_t> class_bytes;  // object size of each class
   std::vector<int32_t> class_count;  // number of objects of each class
@@ -82,18 +109,25 @@ struct Pool {
   int num_classes() const { return static_cast<int>(class_bytes.size()); }
   int64_t total_bytes() const;
   int num_objects() const;
-  // Derived layout, valid after finalize(): first object of each class and
-  // each object's class and arena offset.
-  void finalize();
-  ClassId class_of(ObjectId o) const { return object_class[o]; }
-  int64_t offset_of(ObjectId o) const { return object_offset[o]; }
-  int64_t bytes_of(ObjectId o) const { return class_bytes[object_class[o]]; }
-  ObjectId first_object(ClassId c) const { return class_first[c]; }
-
-  std::vector<ObjectId> class_first;
-  std::vector<ClassId> object_class;
-  std::vector<int64_t> object_offset;
+  ObjectId first_object(ClassId c) const;  // the lowest object id of class c
 };
+
+// An object: a range of the device arena that holds one tenant at a time.
+struct Block {
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  ClassId cls = -1;  // size-class plans: the object's class; arena plans: -1
+  int64_t end() const { return offset + bytes; }
+};
+
+// The objects of a pool, class by class (Note [Plan semantics]).
+std::vector<Block> pool_layout(const Pool& pool);
+
+enum class Allocator : uint8_t { kSizeClass, kArena };
+std::string_view to_string(Allocator a);  // "size-class", "arena"
+std::optional<Allocator> allocator_from_string(std::string_view s);
+// What plan, compare, report, the baselines and the search use unless told.
+inline constexpr Allocator kDefaultAllocator = Allocator::kSizeClass;
 
 struct ResidentTensor {
   TensorId tensor;
@@ -102,11 +136,13 @@ struct ResidentTensor {
 
 struct Plan {
   std::string method;         // who made it: "swapadvisor", "odswap", ...
-  int64_t memory_budget = 0;  // bytes; pool.total_bytes() <= memory_budget
-  std::vector<OpId> order;    // the compute order
-  Pool pool;
-  std::vector<ClassId> tensor_class;     // per tensor
-  std::vector<ClassId> workspace_class;  // per op; -1 when it has no workspace
+  int64_t memory_budget = 0;  // bytes; every object lies within [0, memory_budget)
+  Allocator allocator = Allocator::kSizeClass;
+  std::vector<OpId> order;  // the compute order
+  Pool pool;                // size-class plans only
+  std::vector<Block> objects;
+  std::vector<ClassId> tensor_class;     // size-class plans: per tensor
+  std::vector<ClassId> workspace_class;  // size-class plans: per op; -1 without workspace
   std::vector<Step> steps;
   std::vector<StepId> waits;
   std::vector<int32_t> access_begin;  // per op, size num_ops + 1
@@ -114,12 +150,18 @@ struct Plan {
   std::vector<ResidentTensor> initial_resident;
 
   int num_steps() const { return static_cast<int>(steps.size()); }
+  int num_objects() const { return static_cast<int>(objects.size()); }
   std::span<const StepId> waits_of(StepId s) const {
     return {waits.data() + steps[s].wait_begin, waits.data() + steps[s].wait_end};
   }
   std::span<const ObjectId> objects_of(OpId o) const {
     return {access_objects.data() + access_begin[o], access_objects.data() + access_begin[o + 1]};
   }
+  // The bytes of the arena the objects reach: the pool's total for a
+  // size-class plan, the highest object end for an arena plan.
+  int64_t arena_bytes() const;
+  // Size-class plans: objects from the pool (pool_layout).
+  void layout_pool() { objects = pool_layout(pool); }
   void clear();  // empties everything, keeping capacity (for reuse in search)
 };
 

@@ -36,8 +36,9 @@ class PlanReader {
   int64_t integer(const json& j, const std::string& where, int64_t lo, int64_t hi) const {
     if (!j.is_number_integer())
       fail(where, fmt::format("expected an integer, got {}", j.type_name()));
-    const int64_t v =
-        j.is_number_unsigned() && j.get<uint64_t>() > INT64_MAX ? INT64_MAX : j.get<int64_t>();
+    if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      fail(where, fmt::format("{} is out of range [{}, {}]", j.get<uint64_t>(), lo, hi));
+    const int64_t v = j.get<int64_t>();
     if (v < lo || v > hi) fail(where, fmt::format("{} is out of range [{}, {}]", v, lo, hi));
     return v;
   }
@@ -62,36 +63,66 @@ class PlanReader {
     if (!doc.is_object()) fail("(document)", "expected an object");
     if (!doc.contains("format") || doc["format"] != "swapadvisor-plan")
       fail("format", "expected \"swapadvisor-plan\"");
-    if (!doc.contains("version") || doc["version"] != 1)
-      fail("version", "unsupported version (this reader supports 1)");
+    if (!doc.contains("version") || !(doc["version"] == 1 || doc["version"] == 2))
+      fail("version", "unsupported version (this reader supports 1 and 2)");
+    const int version = doc["version"].get<int>();
     const int n = g_.num_tensors(), m = g_.num_ops();
     const json& graph = field(doc, "", "graph");
     const std::string fp = fmt::format("{:016x}", graph_fingerprint(g_));
     const json& gfp = field(graph, "graph", "fingerprint");
-    if (!gfp.is_string() || gfp.get<std::string>() != fp)
+    if (!gfp.is_string())
+      fail("graph.fingerprint", fmt::format("expected a string, got {}", gfp.type_name()));
+    if (gfp.get<std::string>() != fp)
       fail("graph.fingerprint",
            fmt::format("this plan was made for another graph (fingerprint {}, this graph's is {})",
-                       gfp.is_string() ? quote(gfp.get_ref<const std::string&>()) : "missing", fp));
+                       quote(gfp.get_ref<const std::string&>()), fp));
     Plan p;
     if (doc.contains("method") && doc["method"].is_string()) p.method = doc["method"];
     p.memory_budget = integer(field(doc, "", "memory_budget"), "memory_budget", 0, INT64_MAX);
     p.order = ints<OpId>(field(doc, "", "order"), "order", m, 0, m - 1);
-    const json& pool = field(doc, "", "pool");
-    const json& cb = field(pool, "pool", "class_bytes");
-    array(cb, "pool.class_bytes");
-    const int64_t nc = static_cast<int64_t>(cb.size());
-    p.pool.class_bytes = ints<int64_t>(cb, "pool.class_bytes", nc, 1, int64_t{1} << 50);
-    p.pool.class_count =
-        ints<int32_t>(field(pool, "pool", "class_count"), "pool.class_count", nc, 0, 1 << 24);
-    int64_t objects = 0;
-    for (int32_t k : p.pool.class_count)
-      objects += k;
-    if (objects > (1 << 26)) fail("pool.class_count", "too many objects");
-    p.pool.finalize();
-    const int num_objects = p.pool.num_objects();
-    p.tensor_class = ints<ClassId>(field(doc, "", "tensor_class"), "tensor_class", n, 0, nc - 1);
-    p.workspace_class =
-        ints<ClassId>(field(doc, "", "workspace_class"), "workspace_class", m, -1, nc - 1);
+    // No plan needs more objects than it can name: every access, step and
+    // initial resident names one. A ceiling checked before anything is
+    // allocated for them (a tiny file must not make us allocate gigabytes).
+    const json& steps = array(field(doc, "", "steps"), "steps");
+    const int64_t max_objects = int64_t{n} + m + static_cast<int64_t>(steps.size()) + 4096;
+    if (version >= 2) {
+      const json& a = field(doc, "", "allocator");
+      const auto alloc = a.is_string() ? allocator_from_string(a.get<std::string>()) : std::nullopt;
+      if (!alloc) fail("allocator", "expected \"size-class\" or \"arena\"");
+      p.allocator = *alloc;
+    }
+    if (p.allocator == Allocator::kArena) {
+      const json& objs = array(field(doc, "", "objects"), "objects");
+      if (static_cast<int64_t>(objs.size()) > max_objects)
+        fail("objects", fmt::format("{} objects, more than this plan could use ({})", objs.size(),
+                                    max_objects));
+      p.objects.reserve(objs.size());
+      for (size_t i = 0; i < objs.size(); ++i) {
+        const std::string where = fmt::format("objects[{}]", i);
+        const auto pair = ints<int64_t>(objs[i], where, 2, 0, INT64_MAX);
+        if (pair[1] > INT64_MAX - pair[0]) fail(where, "offset + bytes overflows");
+        p.objects.push_back({pair[0], pair[1], -1});
+      }
+    } else {
+      const json& pool = field(doc, "", "pool");
+      const json& cb = field(pool, "pool", "class_bytes");
+      array(cb, "pool.class_bytes");
+      const int64_t nc = static_cast<int64_t>(cb.size());
+      p.pool.class_bytes = ints<int64_t>(cb, "pool.class_bytes", nc, 1, int64_t{1} << 50);
+      p.pool.class_count =
+          ints<int32_t>(field(pool, "pool", "class_count"), "pool.class_count", nc, 0, 1 << 24);
+      int64_t objects = 0;
+      for (int32_t k : p.pool.class_count)
+        objects += k;
+      if (objects > max_objects)
+        fail("pool.class_count",
+             fmt::format("{} objects, more than this plan could use ({})", objects, max_objects));
+      p.layout_pool();
+      p.tensor_class = ints<ClassId>(field(doc, "", "tensor_class"), "tensor_class", n, 0, nc - 1);
+      p.workspace_class =
+          ints<ClassId>(field(doc, "", "workspace_class"), "workspace_class", m, -1, nc - 1);
+    }
+    const int num_objects = p.num_objects();
     const json& access = array(field(doc, "", "access_objects"), "access_objects", m);
     p.access_begin.assign(m + 1, 0);
     for (int o = 0; o < m; ++o) {
@@ -108,7 +139,6 @@ class PlanReader {
       if (pair[1] >= num_objects) fail(where, fmt::format("unknown object {}", pair[1]));
       p.initial_resident.push_back({pair[0], pair[1]});
     }
-    const json& steps = array(field(doc, "", "steps"), "steps");
     p.steps.reserve(steps.size());
     for (size_t i = 0; i < steps.size(); ++i) {
       const std::string where = fmt::format("steps[{}]", i);
@@ -174,15 +204,23 @@ std::string plan_to_json(const Graph& g, const Plan& p) {
   std::string out;
   out.reserve(64 * p.steps.size() + 16 * p.access_objects.size() + 4096);
   out += fmt::format(
-      "{{\"format\":\"swapadvisor-plan\",\"version\":1,\"method\":{},\n"
+      "{{\"format\":\"swapadvisor-plan\",\"version\":2,\"method\":{},\n"
       "\"graph\":{{\"name\":{},\"ops\":{},\"tensors\":{},\"fingerprint\":\"{:016x}\"}},\n"
       "\"memory_budget\":{},\n\"order\":[{}],\n",
       json(p.method).dump(), json(g.name).dump(), g.num_ops(), g.num_tensors(),
       graph_fingerprint(g), p.memory_budget, fmt::join(p.order, ","));
-  out += fmt::format("\"pool\":{{\"class_bytes\":[{}],\"class_count\":[{}]}},\n",
-                     fmt::join(p.pool.class_bytes, ","), fmt::join(p.pool.class_count, ","));
-  out += fmt::format("\"tensor_class\":[{}],\n\"workspace_class\":[{}],\n",
-                     fmt::join(p.tensor_class, ","), fmt::join(p.workspace_class, ","));
+  out += fmt::format("\"allocator\":\"{}\",\n", to_string(p.allocator));
+  if (p.allocator == Allocator::kArena) {
+    out += "\"objects\":[";
+    for (size_t i = 0; i < p.objects.size(); ++i)
+      out += fmt::format("{}[{},{}]", i ? "," : "", p.objects[i].offset, p.objects[i].bytes);
+    out += "],\n";
+  } else {
+    out += fmt::format("\"pool\":{{\"class_bytes\":[{}],\"class_count\":[{}]}},\n",
+                       fmt::join(p.pool.class_bytes, ","), fmt::join(p.pool.class_count, ","));
+    out += fmt::format("\"tensor_class\":[{}],\n\"workspace_class\":[{}],\n",
+                       fmt::join(p.tensor_class, ","), fmt::join(p.workspace_class, ","));
+  }
   out += "\"access_objects\":[";
   for (int o = 0; o < g.num_ops(); ++o)
     out += fmt::format("{}[{}]", o ? "," : "", fmt::join(p.objects_of(o), ","));

@@ -160,7 +160,7 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
 std::vector<MemoryPoint> memory_profile(const Graph& g, const Plan& p,
                                         std::span<const StepTiming> timeline, double end_us,
                                         int64_t* peak) {
-  const int num_objects = p.pool.num_objects();
+  const int num_objects = p.num_objects();
   const int n = g.num_tensors();
   struct Tenancy {
     int32_t item = -1;  // tensor, or n + op for a workspace
@@ -170,8 +170,8 @@ std::vector<MemoryPoint> memory_profile(const Graph& g, const Plan& p,
   std::vector<std::pair<double, int64_t>> events;  // (time, +bytes / -bytes)
   auto close = [&](ObjectId o, double at) {
     if (cur[o].item < 0) return;
-    events.push_back({cur[o].begin, p.pool.bytes_of(o)});
-    events.push_back({std::max(at, cur[o].begin), -p.pool.bytes_of(o)});
+    events.push_back({cur[o].begin, p.objects[o].bytes});
+    events.push_back({std::max(at, cur[o].begin), -p.objects[o].bytes});
     cur[o].item = -1;
   };
   auto open = [&](ObjectId o, int32_t item, double at) {

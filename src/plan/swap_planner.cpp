@@ -2,13 +2,15 @@
 
 #include <algorithm>
 #include <climits>
-#include <queue>
-#include <tuple>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "plan/copy_order.h"
+#include "plan/packing.h"
 #include "plan/simulator.h"
 #include "util/error.h"
+#include "util/range_map.h"
 #include "util/units.h"
 
 namespace sa {
@@ -44,6 +46,21 @@ int rank_of(StepKind k) {
   return 0;
 }
 
+// A time on the (key, rank) axis, for the lifetimes of arena tenancies:
+// key -1 (the start) is 0..2, position i is 3(i+1)..3(i+1)+2.
+int32_t when(int32_t key, StepKind k) {
+  return 3 * (key + 1) + rank_of(k);
+}
+
+// Arena: one stay of an item on the device (Note [Arena planning]).
+struct Tenancy {
+  ItemId item;
+  int32_t begin;  // when(), from its first step
+  int32_t end;    // when() of its release; INT32_MAX while resident
+  StepId first;   // its swap-in or creating compute step; -1 for the initial residents
+  int32_t unit;   // the packed item it belongs to
+};
+
 }  // namespace
 
 // One walk over the order (a pass) and everything it needs, kept between
@@ -57,26 +74,40 @@ class SwapPlanner::Pass {
   // touches more items of a class than cnt gives (checked when check_counts).
   bool prepare(std::span<const OpId> order, const Allocation& a, const PlannerOptions& opt,
                const Directives* directives, bool check_counts, std::string* why);
-  // Runs the passes of Note [Swap planning] with cnt objects per class and
-  // returns the initial resident set of the pass whose steps are kept.
+  // The same for the arena: one class; false with *why when some op touches
+  // more bytes than capacity.
+  bool prepare_arena(std::span<const OpId> order, int64_t capacity, const PlannerOptions& opt,
+                     const Directives* directives, std::string* why);
+  // Runs the passes of Note [Swap planning] with cnt objects per class (the
+  // arena: with capacity_ bytes) and returns the initial resident set of the
+  // pass whose steps are kept.
   std::vector<ResidentTensor> run_passes(std::span<const int32_t> cnt);
+  // Arena: offsets for the tenancies of the last pass; returns the peak.
+  int64_t pack();
+  // Arena: the waits for the memory each tenancy reuses, once packed.
+  void add_reuse_waits();
   void emit(std::span<const int32_t> cnt, int64_t budget, std::vector<ResidentTensor> resident,
-            Plan* out);
+            Plan* out, PlanResult* result);
 
   std::vector<int32_t> peak_in_use;  // per class, over every pass since run_passes began
-  SimResult picked;                  // the simulation that chose the deadline order
-  bool has_picked = false;           // in the last emit()
   int num_ops() const { return m_; }
   const Graph& graph() const { return g_; }
   const SizeTable& sizes() const { return sizes_; }
+  void set_capacity(int64_t c) { capacity_ = c; }
+  int64_t max_op_bytes() const {
+    return m_ > 0 ? *std::max_element(op_bytes_.begin(), op_bytes_.end()) : 0;
+  }
 
  private:
   bool run(const std::vector<ResidentTensor>& resident, bool fix_up);
+  void bind_ops(std::span<const OpId> order, const PlannerOptions& opt,
+                const Directives* directives);
   std::vector<int32_t> by_key(std::span<const int32_t> visit) const;
   void write_plan(std::span<const int32_t> visit, std::span<const int32_t> cnt, int64_t budget,
                   const std::vector<ResidentTensor>& resident, Plan* out,
                   std::vector<StepId>* old_of);
-  bool order_copies(const Plan& p, std::span<const StepId> old_of, std::vector<int32_t>* visit);
+  bool order_copies(const Plan& p, std::span<const StepId> old_of, std::vector<int32_t>* visit,
+                    PlanResult* result);
   void place_op(int i);
   void after_op(int i, StepId compute);
   void fetch(ItemId x, int i);
@@ -87,6 +118,7 @@ class SwapPlanner::Pass {
     return dirty_[v] && (needed_later(v) || kind_[v] == ItemKind::kPersistent);
   }
   int64_t victim_key(ItemId x) const;
+  ItemId pick_victim(ItemId x, int i, bool swap_in) const;
   void list_resident(ItemId x);
   void unlist_resident(ItemId x);
   StepId add_step(StepKind kind, int32_t subject, ObjectId obj, int32_t key_pos,
@@ -97,6 +129,10 @@ class SwapPlanner::Pass {
   void evict(ItemId v);
   StepId swap_in(ItemId x, ObjectId obj, int32_t key_pos, StepId after);
   ObjectId acquire(ItemId x, int i, bool swap_in);
+  // Arena.
+  ObjectId open_tenancy(ItemId x, int32_t free_key);
+  void free_bytes(int32_t key, int64_t bytes);
+  int32_t take_bytes(int64_t bytes, bool earliest);
 
   // Fixed per graph.
   const Graph& g_;
@@ -108,11 +144,14 @@ class SwapPlanner::Pass {
   std::vector<int64_t> bytes_;
   std::vector<uint8_t> updated_;  // persistent tensor modified during the iteration
   std::vector<int32_t> access_begin_;
+  std::vector<int64_t> op_bytes_;  // per op: the bytes of every item it touches
 
   // Per plan().
   std::span<const OpId> order_;
   PlannerOptions opt_;
   const Directives* dir_ = nullptr;
+  bool arena_ = false;
+  int64_t capacity_ = 0;
   int nc_ = 0;
   std::vector<double> prefix_;  // prefix_[i]: op time before position i
   std::vector<int32_t> use_begin_, uses_;
@@ -144,6 +183,23 @@ class SwapPlanner::Pass {
   std::vector<ResidentTensor> resident_at_end_;
   StepId last_compute_ = -1;
   Simulator sim_;  // for the deadline order
+
+  // Per pass, arena: the tenancies (the objects of the walk), free bytes by
+  // release key (free_at_[key + 1]), the keys holding any, the total.
+  std::vector<Tenancy> tenancies_;
+  std::vector<int64_t> free_at_;
+  std::set<int32_t> free_keys_;
+  int64_t free_total_ = 0;
+  std::vector<ObjectId> created_;  // tenancies opened by the op being placed
+  // Per arena plan, after pack(): the units' offsets and the tenancies'
+  // unit objects; the reuse waits as (step, wait) pairs.
+  std::vector<int64_t> unit_offset_;
+  std::vector<int64_t> unit_bytes_;
+  std::vector<std::pair<StepId, StepId>> reuse_waits_;
+  std::vector<int32_t> tenancy_unit_;  // per tenancy: its index in pack_items_ (a plan object)
+  std::vector<PackItem> pack_items_;
+  std::vector<ResidentTensor> resident_in_arena_;  // the last run's resident set, as tenancies
+  Packer packer_;
 };
 
 SwapPlanner::Pass::Pass(const Graph& g, const SizeTable& sizes, std::span<const double> op_us,
@@ -166,38 +222,28 @@ SwapPlanner::Pass::Pass(const Graph& g, const SizeTable& sizes, std::span<const 
     bytes_[x] = g.tensors[x].bytes;
   }
   access_begin_.assign(m_ + 1, 0);
+  op_bytes_.assign(m_, 0);
   for (OpId o = 0; o < m_; ++o) {
     bytes_[n_ + o] = g.ops[o].workspace_bytes;
     for (TensorId x : g.ops[o].updates)
       updated_[x] = 1;
     access_begin_[o + 1] = access_begin_[o] + num_access_slots(g.ops[o]);
+    // Each item once: an op may read one tensor twice.
+    std::vector<TensorId> items;
+    for_each_access(g.ops[o], [&](TensorId x, Access) { items.push_back(x); });
+    std::sort(items.begin(), items.end());
+    items.erase(std::unique(items.begin(), items.end()), items.end());
+    for (TensorId x : items)
+      op_bytes_[o] += bytes_[x];
+    op_bytes_[o] += g.ops[o].workspace_bytes;
   }
 }
 
-bool SwapPlanner::Pass::prepare(std::span<const OpId> order, const Allocation& a,
-                                const PlannerOptions& opt, const Directives* directives,
-                                bool check_counts, std::string* why) {
+void SwapPlanner::Pass::bind_ops(std::span<const OpId> order, const PlannerOptions& opt,
+                                 const Directives* directives) {
   order_ = order;
   opt_ = opt;
   dir_ = directives;
-  nc_ = a.num_classes();
-  class_bytes_ = sa::class_bytes(sizes_, a.cls);
-  class_.assign(num_items_, -1);
-  for (TensorId x = 0; x < n_; ++x)
-    class_[x] = a.cls[sizes_.tensor_size[x]];
-  for (OpId o = 0; o < m_; ++o)
-    if (sizes_.workspace_size[o] >= 0) class_[n_ + o] = a.cls[sizes_.workspace_size[o]];
-  if (check_counts) {
-    const auto need = min_counts(g_, sizes_, a.cls);
-    for (int c = 0; c < nc_; ++c)
-      if (need[c] > a.cnt[c]) {
-        if (why)
-          *why = fmt::format(
-              "class {} ({}) has {} objects but some op touches {} of its items at once", c,
-              format_bytes(class_bytes_[c]), a.cnt[c], need[c]);
-        return false;
-      }
-  }
   // The op-time prefix and every item's uses in position order.
   prefix_.assign(m_ + 1, 0);
   for (int i = 0; i < m_; ++i)
@@ -217,6 +263,50 @@ bool SwapPlanner::Pass::prepare(std::span<const OpId> order, const Allocation& a
     for_each_access(g_.ops[o], [&](TensorId x, Access) { uses_[fill[x]++] = i; });
     if (g_.ops[o].workspace_bytes > 0) uses_[fill[n_ + o]++] = i;
   }
+}
+
+bool SwapPlanner::Pass::prepare(std::span<const OpId> order, const Allocation& a,
+                                const PlannerOptions& opt, const Directives* directives,
+                                bool check_counts, std::string* why) {
+  arena_ = false;
+  nc_ = a.num_classes();
+  class_bytes_ = sa::class_bytes(sizes_, a.cls);
+  class_.assign(num_items_, -1);
+  for (TensorId x = 0; x < n_; ++x)
+    class_[x] = a.cls[sizes_.tensor_size[x]];
+  for (OpId o = 0; o < m_; ++o)
+    if (sizes_.workspace_size[o] >= 0) class_[n_ + o] = a.cls[sizes_.workspace_size[o]];
+  if (check_counts) {
+    const auto need = min_counts(g_, sizes_, a.cls);
+    for (int c = 0; c < nc_; ++c)
+      if (need[c] > a.cnt[c]) {
+        if (why)
+          *why = fmt::format(
+              "class {} ({}) has {} objects but some op touches {} of its items at once", c,
+              format_bytes(class_bytes_[c]), a.cnt[c], need[c]);
+        return false;
+      }
+  }
+  bind_ops(order, opt, directives);
+  return true;
+}
+
+bool SwapPlanner::Pass::prepare_arena(std::span<const OpId> order, int64_t capacity,
+                                      const PlannerOptions& opt, const Directives* directives,
+                                      std::string* why) {
+  arena_ = true;
+  capacity_ = capacity;
+  nc_ = 1;  // one list of residents: every item is a candidate victim for every other
+  class_.assign(num_items_, 0);
+  class_bytes_.clear();
+  for (OpId o = 0; o < m_; ++o)
+    if (op_bytes_[o] > capacity) {
+      if (why)
+        *why = fmt::format("op {} ({}) touches {} at once, more than the capacity of {}", o,
+                           g_.ops[o].type, format_bytes(op_bytes_[o]), format_bytes(capacity));
+      return false;
+    }
+  bind_ops(order, opt, directives);
   return true;
 }
 
@@ -257,10 +347,16 @@ void SwapPlanner::Pass::release(ObjectId obj, StepId compute, StepId copy, int32
   rel_compute_[obj] = compute;
   rel_copy_[obj] = copy;
   rel_pos_[obj] = pos;
+  if (arena_) {
+    Tenancy& t = tenancies_[obj];
+    t.end = when(pos, StepKind::kDrop);
+    free_bytes(pos, bytes_[t.item]);
+  }
   tenant_[obj] = -1;
 }
 
 void SwapPlanner::Pass::ring_push(ClassId c, ObjectId obj) {
+  if (arena_) return;  // release() freed the bytes
   const int32_t cap = class_first_[c + 1] - class_first_[c];
   ring_[class_first_[c] + (ring_head_[c] + ring_size_[c]) % cap] = obj;
   ++ring_size_[c];
@@ -274,6 +370,42 @@ ObjectId SwapPlanner::Pass::ring_pop(ClassId c) {
   --ring_size_[c];
   peak_in_use[c] = std::max(peak_in_use[c], cap - ring_size_[c]);
   return obj;
+}
+
+void SwapPlanner::Pass::free_bytes(int32_t key, int64_t bytes) {
+  if (bytes == 0) return;
+  if (free_at_[key + 1] == 0) free_keys_.insert(key);
+  free_at_[key + 1] += bytes;
+  free_total_ += bytes;
+}
+
+// Takes `bytes` free bytes, the earliest released first (or the latest), and
+// returns the latest release key among them (-1: the start).
+int32_t SwapPlanner::Pass::take_bytes(int64_t bytes, bool earliest) {
+  SA_CHECK(bytes <= free_total_, "taking {} bytes of {} free", bytes, free_total_);
+  free_total_ -= bytes;
+  int32_t latest = -1;
+  while (bytes > 0) {
+    const int32_t key = earliest ? *free_keys_.begin() : *free_keys_.rbegin();
+    int64_t& have = free_at_[key + 1];
+    const int64_t t = std::min(bytes, have);
+    have -= t;
+    bytes -= t;
+    latest = std::max(latest, key);
+    if (have == 0) free_keys_.erase(key);
+  }
+  return latest;
+}
+
+// Arena: a new tenancy of x, whose memory is free from free_key on.
+ObjectId SwapPlanner::Pass::open_tenancy(ItemId x, int32_t free_key) {
+  const ObjectId t = static_cast<ObjectId>(tenancies_.size());
+  tenancies_.push_back({x, 0, INT32_MAX, -1, t});
+  tenant_.push_back(-1);
+  rel_compute_.push_back(-1);
+  rel_copy_.push_back(-1);
+  rel_pos_.push_back(free_key);  // a swap-in into it starts no earlier (swap_in())
+  return t;
 }
 
 // Frees v's object, copying v out first if its device copy is newer and
@@ -299,23 +431,24 @@ StepId SwapPlanner::Pass::swap_in(ItemId x, ObjectId obj, int32_t key_pos, StepI
   const int32_t key = std::max({rel_pos_[obj], host_key_[x], key_pos});
   const StepId step = add_step(StepKind::kSwapIn, x, obj, key,
                                {rel_compute_[obj], rel_copy_[obj], host_write_[x], after});
+  if (arena_) {
+    tenancies_[obj].begin = when(key, StepKind::kSwapIn);
+    tenancies_[obj].first = step;
+  }
   obj_of_[x] = obj;
   tenant_[obj] = x;
   list_resident(x);
   return step;
 }
 
-// An object of x's class for x, needed before position i.
-ObjectId SwapPlanner::Pass::acquire(ItemId x, int i, bool swap_in) {
-  const ClassId c = class_[x];
-  ObjectId obj = ring_pop(c);
-  if (obj != kNoObject) return obj;
-  // The resident with the furthest next use (Belady; LRU: the oldest last
-  // use), among those whose eviction leaves time for its copies when there
-  // are any (ties: the larger item id, for determinism).
+// The resident to evict so that x (needed before position i) gets memory:
+// the one with the furthest next use (Belady; LRU: the oldest last use),
+// among those whose eviction leaves time for its copies when there are any
+// (ties: the larger item id, for determinism). -1 if none may go.
+ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) const {
   ItemId best = -1, best_eligible = -1;
   int64_t best_key = 0, best_eligible_key = 0;
-  for (ItemId v : residents_[c]) {
+  for (ItemId v : residents_[class_[x]]) {
     if (pinned_[v] == i || (dir_ && !dir_->never_evict.empty() && dir_->never_evict[v])) continue;
     const int64_t key = victim_key(v);
     if (best < 0 || key > best_key || (key == best_key && v > best)) {
@@ -333,7 +466,25 @@ ObjectId SwapPlanner::Pass::acquire(ItemId x, int i, bool swap_in) {
       best_eligible_key = key;
     }
   }
-  const ItemId v = best_eligible >= 0 ? best_eligible : best;
+  return best_eligible >= 0 ? best_eligible : best;
+}
+
+// An object for x, needed before position i: in the pool, of x's class (a
+// free one, else a victim's); in the arena, a new tenancy over free bytes
+// (victims evicted until there are enough).
+ObjectId SwapPlanner::Pass::acquire(ItemId x, int i, bool swap_in) {
+  if (arena_) {
+    while (free_total_ < bytes_[x]) {
+      const ItemId v = pick_victim(x, i, swap_in);
+      if (v < 0) return kNoObject;
+      evict(v);
+    }
+    return open_tenancy(x, take_bytes(bytes_[x], swap_in));
+  }
+  const ClassId c = class_[x];
+  ObjectId obj = ring_pop(c);
+  if (obj != kNoObject) return obj;
+  const ItemId v = pick_victim(x, i, swap_in);
   if (v < 0) return kNoObject;
   obj = obj_of_[v];
   evict(v);
@@ -353,6 +504,7 @@ void SwapPlanner::Pass::place_op(int i) {
   const OpId o = order_[i];
   const Op& op = g_.ops[o];
   scratch_.clear();
+  created_.clear();
   int slot = access_begin_[o];
   auto place = [&](ItemId x, Access access) {
     if (access == Access::kCreate) {
@@ -362,6 +514,7 @@ void SwapPlanner::Pass::place_op(int i) {
       tenant_[obj] = x;
       if (x < n_) list_resident(x);  // a workspace is never a victim
       if (rel_copy_[obj] >= 0) scratch_.push_back(rel_copy_[obj]);
+      if (arena_) created_.push_back(obj);
     } else if (obj_of_[x] == kNoObject) {
       const ObjectId obj = acquire(x, i, true);
       SA_CHECK(obj != kNoObject, "no object to bring tensor {} back for op {}", x, o);
@@ -380,6 +533,10 @@ void SwapPlanner::Pass::place_op(int i) {
 void SwapPlanner::Pass::after_op(int i, StepId compute) {
   const OpId o = order_[i];
   const Op& op = g_.ops[o];
+  for (ObjectId t : created_) {
+    tenancies_[t].begin = when(i, StepKind::kCompute);
+    tenancies_[t].first = compute;
+  }
   auto after = [&](ItemId x, Access access) {
     last_step_[x] = compute;
     last_pos_[x] = i;
@@ -399,7 +556,7 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
   if (op.workspace_bytes > 0) after(n_ + o, Access::kCreate);
 }
 
-bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident, bool fix_up) {
+bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool fix_up) {
   const int items = num_items_;
   obj_of_.assign(items, kNoObject);
   dirty_.assign(items, 0);
@@ -411,13 +568,6 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident, bool fi
   host_write_.assign(items, -1);
   host_key_.assign(items, -1);
   listed_at_.assign(items, -1);
-  tenant_.assign(num_objects_, -1);
-  rel_compute_.assign(num_objects_, -1);
-  rel_copy_.assign(num_objects_, -1);
-  rel_pos_.assign(num_objects_, -1);
-  ring_.assign(num_objects_, kNoObject);
-  ring_head_.assign(nc_, 0);
-  ring_size_.assign(nc_, 0);
   residents_.resize(nc_);
   for (auto& list : residents_)
     list.clear();
@@ -427,18 +577,48 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident, bool fi
   resident_at_end_.clear();
   last_compute_ = -1;
 
+  // In the arena, the residents' objects are this pass's first tenancies.
+  std::vector<ResidentTensor> resident = resident_in;
+  if (arena_) {
+    tenancies_.clear();
+    tenant_.clear();
+    rel_compute_.clear();
+    rel_copy_.clear();
+    rel_pos_.clear();
+    free_at_.assign(m_ + 1, 0);
+    free_keys_.clear();
+    free_total_ = 0;
+    int64_t held = 0;
+    for (ResidentTensor& r : resident) {
+      r.object = open_tenancy(r.tensor, -1);
+      held += bytes_[r.tensor];
+    }
+    SA_CHECK(held <= capacity_, "resident set of {} bytes over the capacity of {}", held,
+             capacity_);
+    free_bytes(-1, capacity_ - held);
+  } else {
+    tenant_.assign(num_objects_, -1);
+    rel_compute_.assign(num_objects_, -1);
+    rel_copy_.assign(num_objects_, -1);
+    rel_pos_.assign(num_objects_, -1);
+    ring_.assign(num_objects_, kNoObject);
+    ring_head_.assign(nc_, 0);
+    ring_size_.assign(nc_, 0);
+  }
+
   for (const ResidentTensor& r : resident) {
     obj_of_[r.tensor] = r.object;
     tenant_[r.object] = r.tensor;
     dirty_[r.tensor] = updated_[r.tensor];
     list_resident(r.tensor);
   }
-  for (ClassId c = 0; c < nc_; ++c) {
-    for (ObjectId obj = class_first_[c]; obj < class_first_[c + 1]; ++obj)
-      if (tenant_[obj] < 0) ring_push(c, obj);
-    const int32_t cap = class_first_[c + 1] - class_first_[c];
-    peak_in_use[c] = std::max(peak_in_use[c], cap - ring_size_[c]);
-  }
+  if (!arena_)
+    for (ClassId c = 0; c < nc_; ++c) {
+      for (ObjectId obj = class_first_[c]; obj < class_first_[c + 1]; ++obj)
+        if (tenant_[obj] < 0) ring_push(c, obj);
+      const int32_t cap = class_first_[c + 1] - class_first_[c];
+      peak_in_use[c] = std::max(peak_in_use[c], cap - ring_size_[c]);
+    }
 
   for (int i = 0; i < m_; ++i) {
     const OpId o = order_[i];
@@ -470,8 +650,10 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident, bool fi
   // objects, at their latest value, for the next iteration. Those that are
   // not (evicted on the way) are put back when fix_up: their objects are
   // freed and they are copied in again; otherwise the pass is inconsistent.
-  // Every other persistent tensor on the device is written back if
-  // modified, else dropped.
+  // In the arena, a tensor of `resident` that came back on the way and is
+  // still on the device needs no copy: its last tenancy joins its first one
+  // in the packing (one offset). Every other persistent tensor on the device
+  // is written back if modified, else dropped.
   bool consistent = true;
   for (const ResidentTensor& r : resident)
     consistent = consistent && obj_of_[r.tensor] == r.object;
@@ -479,48 +661,146 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident, bool fi
     std::vector<ResidentTensor> misplaced;
     for (const ResidentTensor& r : resident)
       if (obj_of_[r.tensor] != r.object) misplaced.push_back(r);
-    for (const ResidentTensor& r : misplaced)
-      if (tenant_[r.object] >= 0) evict(tenant_[r.object]);
-    for (const ResidentTensor& r : misplaced)
-      if (obj_of_[r.tensor] != kNoObject) evict(r.tensor);
-    for (const ResidentTensor& r : misplaced)
-      swap_in(r.tensor, r.object, -1, -1);
+    if (arena_) {
+      // Others leave first, so that the bytes are there.
+      std::vector<uint8_t> wanted(items, 0);
+      for (const ResidentTensor& r : resident)
+        wanted[r.tensor] = 1;
+      for (TensorId x = 0; x < n_; ++x)
+        if (obj_of_[x] != kNoObject && !wanted[x]) evict(x);
+      for (const ResidentTensor& r : misplaced) {
+        ObjectId obj = obj_of_[r.tensor];
+        if (obj == kNoObject) {
+          obj = open_tenancy(r.tensor, take_bytes(bytes_[r.tensor], true));
+          swap_in(r.tensor, obj, -1, -1);
+        }
+        tenancies_[obj].unit = r.object;
+      }
+    } else {
+      for (const ResidentTensor& r : misplaced)
+        if (tenant_[r.object] >= 0) evict(tenant_[r.object]);
+      for (const ResidentTensor& r : misplaced)
+        if (obj_of_[r.tensor] != kNoObject) evict(r.tensor);
+      for (const ResidentTensor& r : misplaced)
+        swap_in(r.tensor, r.object, -1, -1);
+    }
     consistent = true;
   }
-  std::vector<uint8_t> keep(num_objects_, 0);
-  for (const ResidentTensor& r : resident)
-    if (obj_of_[r.tensor] == r.object) keep[r.object] = 1;
+  std::vector<uint8_t> keep(arena_ ? tenancies_.size() : num_objects_, 0);
+  for (const ResidentTensor& r : resident) {
+    const ObjectId obj = obj_of_[r.tensor];
+    if (obj == r.object || (arena_ && fix_up && obj != kNoObject)) keep[obj] = 1;
+  }
   for (TensorId x = 0; x < n_; ++x) {
     const ObjectId obj = obj_of_[x];
     if (obj == kNoObject) continue;
     SA_CHECK(kind_[x] == ItemKind::kPersistent, "tensor {} resident after its last use", x);
     resident_at_end_.push_back({x, obj});
     if (keep[obj]) continue;
-    add_step(dirty_[x] ? StepKind::kSwapOut : StepKind::kDrop, x, obj, last_pos_[x],
-             {last_step_[x]});
+    const StepId step = add_step(dirty_[x] ? StepKind::kSwapOut : StepKind::kDrop, x, obj,
+                                 last_pos_[x], {last_step_[x]});
+    if (arena_) release(obj, last_step_[x], step, last_pos_[x]);
   }
+  if (arena_) resident_in_arena_ = resident;
   return consistent;
 }
 
 std::vector<ResidentTensor> SwapPlanner::Pass::run_passes(std::span<const int32_t> cnt) {
-  class_first_.assign(nc_ + 1, 0);
-  for (int c = 0; c < nc_; ++c)
-    class_first_[c + 1] = class_first_[c] + cnt[c];
-  num_objects_ = class_first_[nc_];
-  peak_in_use.assign(nc_, 0);
-
+  if (!arena_) {
+    class_first_.assign(nc_ + 1, 0);
+    for (int c = 0; c < nc_; ++c)
+      class_first_[c + 1] = class_first_[c] + cnt[c];
+    num_objects_ = class_first_[nc_];
+    peak_in_use.assign(nc_, 0);
+  }
   std::vector<ResidentTensor> resident;
   run(resident, false);
   if (!opt_.steady_state || resident_at_end_.empty()) return resident;
   resident = resident_at_end_;
   for (int pass = 0;; ++pass) {
     const bool last = pass >= opt_.max_passes;
-    if (run(resident, last)) return resident;
+    if (run(resident, last)) return arena_ ? resident_in_arena_ : resident;
     // Keep the tensors of R that stayed in their objects.
     std::vector<ResidentTensor> kept;
-    for (const ResidentTensor& r : resident)
+    for (const ResidentTensor& r : arena_ ? resident_in_arena_ : resident)
       if (obj_of_[r.tensor] == r.object) kept.push_back(r);
     resident = std::move(kept);
+  }
+}
+
+int64_t SwapPlanner::Pass::pack() {
+  const int nt = static_cast<int>(tenancies_.size());
+  const int32_t end_of_iteration = when(m_ + 1, StepKind::kCompute);
+  tenancy_unit_.assign(nt, -1);
+  pack_items_.clear();
+  for (int t = 0; t < nt; ++t) {
+    const Tenancy& x = tenancies_[t];
+    // A joined tenancy's unit is an earlier tenancy, already numbered.
+    int32_t& u = tenancy_unit_[t];
+    u = x.unit == t ? static_cast<int32_t>(pack_items_.size()) : tenancy_unit_[x.unit];
+    if (u == static_cast<int32_t>(pack_items_.size())) pack_items_.push_back({bytes_[x.item], {}});
+    const Interval life{x.begin, x.end == INT32_MAX ? end_of_iteration : x.end};
+    SA_CHECK(life.begin <= life.end, "tenancy {} of item {} ends at {} before it begins at {}", t,
+             x.item, life.end, life.begin);
+    PackItem& item = pack_items_[u];
+    (item.life[0].empty() ? item.life[0] : item.life[1]) = life;
+  }
+  return packer_.pack(pack_items_, &unit_offset_);
+}
+
+void SwapPlanner::Pass::add_reuse_waits() {
+  const int nt = static_cast<int>(tenancies_.size());
+  std::vector<int32_t> by_begin(nt);
+  for (int t = 0; t < nt; ++t)
+    by_begin[t] = t;
+  std::stable_sort(by_begin.begin(), by_begin.end(),
+                   [&](int32_t a, int32_t b) { return tenancies_[a].begin < tenancies_[b].begin; });
+  reuse_waits_.clear();
+  RangeMap<int32_t> last;  // arena address -> the last tenancy there
+  for (int32_t t : by_begin) {
+    const Tenancy& x = tenancies_[t];
+    const int64_t offset = unit_offset_[tenancy_unit_[t]];
+    last.assign(offset, offset + bytes_[x.item], t, [&](int64_t, int64_t, int32_t prev) {
+      SA_CHECK(tenancies_[prev].end < x.begin,
+               "tenancy {} (item {}) overlaps tenancy {} (item {}) in time and in the arena", t,
+               x.item, prev, tenancies_[prev].item);
+      if (x.first < 0) return;
+      // A creating compute step follows the previous tenant's last compute
+      // step on the compute stream already.
+      if (steps_[x.first].kind == StepKind::kSwapIn && rel_compute_[prev] >= 0)
+        reuse_waits_.push_back({x.first, rel_compute_[prev]});
+      if (rel_copy_[prev] >= 0) reuse_waits_.push_back({x.first, rel_copy_[prev]});
+    });
+  }
+  if (!reuse_waits_.empty()) {
+    // Merge them into each step's waits.
+    std::sort(reuse_waits_.begin(), reuse_waits_.end());
+    std::vector<StepId> merged;
+    merged.reserve(waits_.size() + reuse_waits_.size());
+    size_t k = 0;
+    for (StepId s = 0; s < static_cast<StepId>(steps_.size()); ++s) {
+      TempStep& st = steps_[s];
+      const int32_t begin = static_cast<int32_t>(merged.size());
+      merged.insert(merged.end(), waits_.begin() + st.wait_begin, waits_.begin() + st.wait_end);
+      for (; k < reuse_waits_.size() && reuse_waits_[k].first == s; ++k)
+        merged.push_back(reuse_waits_[k].second);
+      std::sort(merged.begin() + begin, merged.end());
+      merged.erase(std::unique(merged.begin() + begin, merged.end()), merged.end());
+      st.wait_begin = begin;
+      st.wait_end = static_cast<int32_t>(merged.size());
+    }
+    waits_ = std::move(merged);
+  }
+  // A swap-in was keyed where the byte count had room for it; its place in
+  // the arena may have been free earlier. Keyed at its latest wait instead,
+  // it enters the copy order as soon as it can start (Note [Copy order]
+  // admits a copy once the op at its key has run).
+  for (TempStep& st : steps_) {
+    if (st.kind != StepKind::kSwapIn) continue;
+    int32_t key = -1;
+    for (int32_t w = st.wait_begin; w < st.wait_end; ++w)
+      key = std::max(key, steps_[waits_[w]].key_pos);
+    st.key_pos = key;
   }
 }
 
@@ -540,188 +820,27 @@ std::vector<int32_t> SwapPlanner::Pass::by_key(std::span<const int32_t> visit) c
   return sorted;
 }
 
-// Note [Copy order]: the copy streams' orders, chosen while the plan (its
-// copies in release order) is simulated: on each stream, earliest deadline
-// first among the copies that can start, unless that one's key would pass
-// the deadline of another still to place.
-class DeadlinePicker final : public CopyPicker {
- public:
-  // One copy stream's steps (in plan order) with their release keys and
-  // deadlines.
-  struct Lane {
-    std::vector<StepId> steps;
-    std::vector<int32_t> key, deadline;
-  };
-
-  // lanes[0]: the swap-ins, lanes[1]: the swap-outs; computes: the plan's
-  // compute steps in order.
-  DeadlinePicker(const Plan& p, Lane in, Lane out, std::vector<StepId> computes)
-      : p_(p), computes_(std::move(computes)), index_(p.num_steps(), -1) {
-    lanes_[0].init(std::move(in));
-    lanes_[1].init(std::move(out));
-    for (const State& l : lanes_)
-      for (size_t k = 0; k < l.steps.size(); ++k)
-        index_[l.steps[k]] = static_cast<int32_t>(k);
-  }
-
-  StepId pick(Stream st, const std::function<bool(StepId)>& done) override {
-    State& l = lanes_[st == Stream::kH2D ? 0 : 1];
-    // Copies enter the heap once the op at their key has run.
-    while (computes_done_ < computes_.size() && done(computes_[computes_done_]))
-      ++computes_done_;
-    while (l.next_released < l.steps.size() &&
-           l.key[l.next_released] < static_cast<int32_t>(computes_done_))
-      l.heap.push(static_cast<int32_t>(l.next_released++));
-    while (l.placed[l.by_deadline[l.next_urgent]])
-      ++l.next_urgent;
-    const int32_t urgent = l.by_deadline[l.next_urgent];
-    auto can_start = [&](int32_t k) {
-      for (StepId w : p_.waits_of(l.steps[k]))
-        if (!done(w)) return false;
-      return true;
-    };
-    int32_t chosen = -1;
-    stash_.clear();
-    while (!l.heap.empty()) {
-      const int32_t k = l.heap.top();
-      l.heap.pop();
-      if (l.placed[k]) continue;
-      if (can_start(k)) {
-        chosen = k;
-        break;
-      }
-      stash_.push_back(k);
-    }
-    for (int32_t k : stash_)
-      l.heap.push(k);
-    if (chosen >= 0 && earliest_key(l, chosen) >= l.deadline[urgent]) {
-      l.heap.push(chosen);
-      chosen = can_start(urgent) ? urgent : -1;
-    }
-    if (chosen < 0) return -1;
-    l.placed[chosen] = 1;
-    l.sequence.push_back(chosen);
-    l.floor = std::max(l.floor, earliest_key(l, chosen));
-    SA_CHECK(l.floor < l.deadline[chosen], "copy step {} keyed at {}, after its first user at {}",
-             l.steps[chosen], l.floor, l.deadline[chosen]);
-    l.new_key[chosen] = l.floor;
-    return l.steps[chosen];
-  }
-
-  bool exhausted(Stream st) const override {
-    const State& l = lanes_[st == Stream::kH2D ? 0 : 1];
-    return l.sequence.size() == l.steps.size();
-  }
-
-  // Of lane i (0: swap-ins, 1: swap-outs): the picked order (indices into
-  // its steps), and of its k-th step, the plan step and its new key.
-  const std::vector<int32_t>& sequence(int i) const { return lanes_[i].sequence; }
-  StepId step(int i, int32_t k) const { return lanes_[i].steps[k]; }
-  int32_t key(int i, int32_t k) const { return lanes_[i].new_key[k]; }
-
- private:
-  struct State : Lane {
-    void init(Lane lane) {
-      static_cast<Lane&>(*this) = std::move(lane);
-      new_key = key;
-      placed.assign(steps.size(), 0);
-      by_deadline.resize(steps.size());
-      for (size_t k = 0; k < steps.size(); ++k)
-        by_deadline[k] = static_cast<int32_t>(k);
-      std::sort(by_deadline.begin(), by_deadline.end(),
-                [&](int32_t a, int32_t b) { return urgency(a) < urgency(b); });
-      sequence.reserve(steps.size());
-      heap = Heap(Later{this});
-    }
-    std::tuple<int32_t, int32_t, int32_t> urgency(int32_t k) const {
-      return {deadline[k], key[k], k};
-    }
-    struct Later {
-      const State* self;
-      bool operator()(int32_t a, int32_t b) const { return self->urgency(a) > self->urgency(b); }
-    };
-    using Heap = std::priority_queue<int32_t, std::vector<int32_t>, Later>;
-
-    std::vector<int32_t> new_key, by_deadline, sequence;
-    std::vector<uint8_t> placed;
-    Heap heap{Later{nullptr}};
-    size_t next_released = 0, next_urgent = 0;
-    int32_t floor = -1;
-  };
-
-  // The smallest key copy k of lane l can take: its release key, and no
-  // earlier than the copies it waits for (a swap-in waits for the swap-out
-  // that frees its object), which have been placed.
-  int32_t earliest_key(const State& l, int32_t k) const {
-    int32_t at = l.key[k];
-    for (StepId w : p_.waits_of(l.steps[k]))
-      if (p_.steps[w].kind == StepKind::kSwapOut) at = std::max(at, lanes_[1].new_key[index_[w]]);
-    return at;
-  }
-
-  const Plan& p_;
-  std::vector<StepId> computes_;
-  std::vector<int32_t> index_;  // plan step -> its index in its lane
-  State lanes_[2];
-  std::vector<int32_t> stash_;
-  size_t computes_done_ = 0;
-};
-
-// Rekeys the copies of the plan p, written from `*visit`, and puts them into
-// *visit in the order a DeadlinePicker chooses. Leaves everything as it is
-// (and returns false) when the plan has no copy, or when a step waits for a
-// copy in a way the picker does not handle (a drop or swap-out waiting for a
-// copy, a swap-in for a swap-in), which only directives make happen.
+// Puts the copies of the plan p, written from `*visit`, into *visit in the
+// order order_copies_by_deadline() chooses, with their new keys. Leaves
+// everything as it is (and returns false) when that declines.
 bool SwapPlanner::Pass::order_copies(const Plan& p, std::span<const StepId> old_of,
-                                     std::vector<int32_t>* visit) {
-  DeadlinePicker::Lane lanes[2];
-  std::vector<int32_t> lane_of(p.num_steps(), -1), index(p.num_steps(), -1);
-  for (StepId s = 0; s < p.num_steps(); ++s) {
-    const StepKind kind = p.steps[s].kind;
-    if (kind != StepKind::kSwapIn && kind != StepKind::kSwapOut) continue;
-    DeadlinePicker::Lane& l = lanes[kind == StepKind::kSwapIn ? 0 : 1];
-    lane_of[s] = kind == StepKind::kSwapIn ? 0 : 1;
-    index[s] = static_cast<int32_t>(l.steps.size());
-    l.steps.push_back(s);
-    l.key.push_back(steps_[old_of[s]].key_pos);
-    l.deadline.push_back(m_);
-  }
-  if (lanes[0].steps.empty() && lanes[1].steps.empty()) return false;
-  // Deadlines: a copy's first user among the ops, and a swap-out is due
-  // before the swap-ins that wait for it are.
-  std::vector<StepId> computes;
-  for (StepId s = 0; s < p.num_steps(); ++s) {
-    const StepKind kind = p.steps[s].kind;
-    for (StepId w : p.waits_of(s)) {
-      if (lane_of[w] < 0) continue;
-      if (kind == StepKind::kCompute) {
-        int32_t& d = lanes[lane_of[w]].deadline[index[w]];
-        d = std::min(d, static_cast<int32_t>(computes.size()));
-      } else if (kind != StepKind::kSwapIn || lane_of[w] != 1) {
-        return false;
-      }
-    }
-    if (kind == StepKind::kCompute) computes.push_back(s);
-  }
-  for (size_t k = 0; k < lanes[0].steps.size(); ++k)
-    for (StepId w : p.waits_of(lanes[0].steps[k]))
-      if (lane_of[w] == 1) {
-        int32_t& d = lanes[1].deadline[index[w]];
-        d = std::min(d, lanes[0].deadline[k]);
-      }
-  DeadlinePicker picker(p, std::move(lanes[0]), std::move(lanes[1]), std::move(computes));
-  picked = sim_.run(g_, p, op_us_, device_, picker);
-  SA_CHECK(picked.ok, "the deadline order of the copies: {}", picked.error);
+                                     std::vector<int32_t>* visit, PlanResult* result) {
+  std::vector<int32_t> key(p.num_steps());
+  for (StepId s = 0; s < p.num_steps(); ++s)
+    key[s] = steps_[old_of[s]].key_pos;
+  CopyOrder co;
+  if (!order_copies_by_deadline(g_, p, key, op_us_, device_, sim_, &co)) return false;
   // The copies take their stream's slots of *visit in the picked order.
   size_t next[2] = {0, 0};
   for (int32_t& k : *visit) {
     const StepKind kind = steps_[k].kind;
     if (kind != StepKind::kSwapIn && kind != StepKind::kSwapOut) continue;
     const int i = kind == StepKind::kSwapIn ? 0 : 1;
-    const int32_t chosen = picker.sequence(i)[next[i]++];
-    k = old_of[picker.step(i, chosen)];
-    steps_[k].key_pos = picker.key(i, chosen);
+    const size_t at = next[i]++;
+    k = old_of[co.steps[i][at]];
+    steps_[k].key_pos = co.keys[i][at];
   }
+  result->simulation = std::move(co.sim);
   return true;
 }
 
@@ -738,6 +857,8 @@ void SwapPlanner::Pass::write_plan(std::span<const int32_t> visit, std::span<con
   std::vector<StepId> new_id(num_steps);
   for (int k = 0; k < num_steps; ++k)
     new_id[old_of[k]] = k;
+  // Arena: the walk's objects are tenancies; the plan's are their units.
+  auto object = [&](ObjectId obj) { return arena_ && obj >= 0 ? tenancy_unit_[obj] : obj; };
   p.steps.resize(num_steps);
   p.waits.reserve(waits_.size());
   for (StepId id = 0; id < num_steps; ++id) {
@@ -745,7 +866,7 @@ void SwapPlanner::Pass::write_plan(std::span<const int32_t> visit, std::span<con
     Step& st = p.steps[id];
     st.kind = t.kind;
     st.subject = t.subject;
-    st.object = t.object;
+    st.object = object(t.object);
     st.wait_begin = static_cast<int32_t>(p.waits.size());
     for (int w = t.wait_begin; w < t.wait_end; ++w) {
       const StepId target = new_id[waits_[w]];
@@ -756,33 +877,43 @@ void SwapPlanner::Pass::write_plan(std::span<const int32_t> visit, std::span<con
   }
   p.memory_budget = budget;
   p.order.assign(order_.begin(), order_.end());
-  p.pool.class_bytes = class_bytes_;
-  p.pool.class_count.assign(cnt.begin(), cnt.end());
-  p.pool.finalize();
-  p.tensor_class.assign(class_.begin(), class_.begin() + n_);
-  p.workspace_class.assign(class_.begin() + n_, class_.end());
+  if (arena_) {
+    p.allocator = Allocator::kArena;
+    p.objects.resize(pack_items_.size());
+    for (size_t u = 0; u < pack_items_.size(); ++u)
+      p.objects[u] = {unit_offset_[u], pack_items_[u].bytes, -1};
+  } else {
+    p.allocator = Allocator::kSizeClass;
+    p.pool.class_bytes = class_bytes_;
+    p.pool.class_count.assign(cnt.begin(), cnt.end());
+    p.layout_pool();
+    p.tensor_class.assign(class_.begin(), class_.begin() + n_);
+    p.workspace_class.assign(class_.begin() + n_, class_.end());
+  }
   p.access_begin = access_begin_;
-  p.access_objects = access_objects_;
+  p.access_objects.resize(access_objects_.size());
+  for (size_t k = 0; k < access_objects_.size(); ++k)
+    p.access_objects[k] = object(access_objects_[k]);
   p.initial_resident = resident;
+  for (ResidentTensor& r : p.initial_resident)
+    r.object = object(r.object);
   std::sort(p.initial_resident.begin(), p.initial_resident.end(),
             [](const ResidentTensor& a, const ResidentTensor& b) { return a.tensor < b.tensor; });
 }
 
 void SwapPlanner::Pass::emit(std::span<const int32_t> cnt, int64_t budget,
-                             std::vector<ResidentTensor> resident, Plan* out) {
+                             std::vector<ResidentTensor> resident, Plan* out, PlanResult* result) {
   const int num_steps = static_cast<int>(steps_.size());
   std::vector<int32_t> visit(num_steps);
   for (int k = 0; k < num_steps; ++k)
     visit[k] = k;
   std::vector<StepId> old_of;
-  has_picked = false;
+  result->simulation.reset();
   write_plan(visit, cnt, budget, resident, out, &old_of);
   // In deadline order, the plan just written (release order) is simulated
   // to choose the order of its copies, then written again.
-  if (opt_.deadline_copy_order && dir_ == nullptr && order_copies(*out, old_of, &visit)) {
+  if (opt_.deadline_copy_order && dir_ == nullptr && order_copies(*out, old_of, &visit, result))
     write_plan(visit, cnt, budget, resident, out, &old_of);
-    has_picked = true;
-  }
 }
 
 SwapPlanner::SwapPlanner(const Graph& g, const SizeTable& sizes, std::span<const double> op_us,
@@ -791,35 +922,64 @@ SwapPlanner::SwapPlanner(const Graph& g, const SizeTable& sizes, std::span<const
 
 SwapPlanner::~SwapPlanner() = default;
 
-const SimResult* SwapPlanner::simulation() const {
-  return pass_->has_picked ? &pass_->picked : nullptr;
-}
-
-bool SwapPlanner::plan(std::span<const OpId> order, const Allocation& a, int64_t budget,
-                       const PlannerOptions& options, Plan* out, std::string* why,
-                       const Directives* directives) {
+PlanResult SwapPlanner::plan(std::span<const OpId> order, const Allocation& a, int64_t budget,
+                             const PlannerOptions& options, Plan* out,
+                             const Directives* directives) {
   SA_CHECK(static_cast<int>(order.size()) == pass_->num_ops(), "order has {} ops, graph {}",
            order.size(), pass_->num_ops());
   SA_CHECK(is_well_formed(pass_->sizes(), a), "malformed allocation");
+  PlanResult r;
   const bool unbounded = directives && directives->unbounded;
   if (!unbounded) {
     const int64_t pool = pool_bytes(pass_->sizes(), a);
     SA_CHECK(pool <= budget, "pool of {} bytes over the budget of {}", pool, budget);
   }
-  if (!pass_->prepare(order, a, options, directives, !unbounded, why)) return false;
-  if (!unbounded) {
-    auto resident = pass_->run_passes(a.cnt);
-    pass_->emit(a.cnt, budget, std::move(resident), out);
-    return true;
+  if (!pass_->prepare(order, a, options, directives, !unbounded, &r.why)) return r;
+  std::vector<int32_t> cnt = a.cnt;
+  if (unbounded) {
+    // Measure what the rules need with room for everything, then plan with
+    // exactly that.
+    pass_->run_passes(demand_counts(pass_->graph(), pass_->sizes(), a.cls, order));
+    cnt = pass_->peak_in_use;
   }
-  // Measure what the rules need with room for everything, then plan with
-  // exactly that.
-  const auto room = demand_counts(pass_->graph(), pass_->sizes(), a.cls, order);
-  pass_->run_passes(room);
-  const std::vector<int32_t> need = pass_->peak_in_use;
-  auto resident = pass_->run_passes(need);
-  pass_->emit(need, budget, std::move(resident), out);
-  return true;
+  auto resident = pass_->run_passes(cnt);
+  pass_->emit(cnt, budget, std::move(resident), out, &r);
+  r.ok = true;
+  r.arena_bytes = out->arena_bytes();
+  return r;
+}
+
+PlanResult SwapPlanner::plan_arena(std::span<const OpId> order, int64_t capacity, int64_t budget,
+                                   const PlannerOptions& options, Plan* out,
+                                   const Directives* directives) {
+  SA_CHECK(static_cast<int>(order.size()) == pass_->num_ops(), "order has {} ops, graph {}",
+           order.size(), pass_->num_ops());
+  PlanResult r;
+  const bool unbounded = directives && directives->unbounded;
+  int64_t cap = unbounded ? INT64_MAX / 8 : std::min(capacity, budget);
+  if (!pass_->prepare_arena(order, cap, options, directives, &r.why)) return r;
+  const int64_t floor = pass_->max_op_bytes();
+  for (int attempt = 0;; ++attempt) {
+    pass_->set_capacity(cap);
+    auto resident = pass_->run_passes({});
+    const int64_t peak = pass_->pack();
+    if (unbounded || peak <= budget) {
+      pass_->add_reuse_waits();
+      pass_->emit({}, budget, std::move(resident), out, &r);
+      r.ok = true;
+      r.capacity = cap;
+      r.arena_bytes = peak;
+      return r;
+    }
+    if (attempt >= options.max_repairs || cap <= floor) {
+      r.why = fmt::format(
+          "the packed offsets reach {} ({} B), over the budget of {} ({} B), even with the swaps "
+          "planned for {} ({} B)",
+          format_bytes(peak), peak, format_bytes(budget), budget, format_bytes(cap), cap);
+      return r;
+    }
+    cap = std::max(floor, cap - (peak - budget));
+  }
 }
 
 }  // namespace sa

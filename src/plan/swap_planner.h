@@ -1,6 +1,7 @@
 #pragma once
-// The swap planner: given an op order and a size-class allocation, decides
-// every swap and emits a Plan (plan/plan.h).
+// The swap planner: given an op order and a size-class allocation or a byte
+// capacity, decides every swap (and, in the arena, every offset) and emits a
+// Plan (plan/plan.h).
 //
 // Note [Swap planning]
 // --------------------
@@ -23,7 +24,7 @@
 //     last-user(W1) → swap-out(W1) → swap-in(W3) → op3
 // Each copy stream runs in order of release position, which keeps the plan
 // free of deadlock (every wait points to an earlier step), or by need
-// (Note [Copy order]).
+// (Note [Copy order] in plan/copy_order.h).
 //
 // Steady state (two passes and more): pass 0 assumes no tensor starts on the
 // device and writes every modified persistent tensor back at the end. The
@@ -37,37 +38,40 @@
 // Tensors of R that are updated during the iteration start dirty (their host
 // copy was not written back in the previous iteration).
 //
-// Note [Copy order]
-// -----------------
-// In release order, a swap-in whose object was freed early, for an op far
-// ahead, runs before one whose object was freed a little later for the very
-// next op: the compute stream stalls while the link works for the future.
-// The same holds for swap-outs, which free the memory a later op needs.
-// In deadline order (the default), the planner writes the plan in release
-// order, simulates it (plan/simulator.h) with each copy stream's next step
-// chosen on the way: whenever a copy stream is free, it starts, among its
-// copies whose waits are done, the one due first (earliest deadline first).
-// A swap-in is due at its first user; a swap-out at the first op that uses
-// the object it frees, or earlier, when a swap-in due earlier waits for it.
-// The plan is then written again with its copies in the order they started,
-// so simulating it gives exactly that simulation (SwapPlanner::simulation();
-// the search uses it as it is).
-// Each stream's order must agree with the step list, where every wait points
-// to an earlier step: a copy released at position r and due at d may sit at
-// any key in [r', d-1], where r' is r or, for a swap-in, the key of the
-// swap-out it waits for if later. Each takes key max(r', the previous copy's
-// key on its stream), and a copy is chosen only if r' < d' for every copy d'
-// of its stream still to place; otherwise the stream waits for the one with
-// the smallest d'.
+// Note [Arena planning]
+// ---------------------
+// With planned offsets (Allocator::kArena) there are no classes: the walk
+// above runs against a byte capacity C <= budget, with every item in one
+// list of residents. An item needs bytes_[x] free bytes; when fewer are free,
+// victims are evicted (the same choice, over all residents) until enough
+// are. Free bytes are kept by the position at which they were released (a
+// victim's bytes are free from its last use on, where its swap-out is
+// keyed). A swap-in takes the earliest-released bytes and starts no earlier
+// than the latest of them; an op's output takes the latest-released ones,
+// leaving the early ones to the prefetches that follow. Every acquisition
+// opens a tenancy: the item's stay on the device, from its swap-in (or the op
+// that creates it) to its release. So the bytes of the tenancies alive at any
+// one time never exceed C.
+// Then the tenancies are packed (plan/packing.h) into offsets; a persistent
+// tensor resident at both ends of the iteration keeps one offset (its first
+// and last tenancies are one item with two intervals). When the packing
+// reaches above the budget (fragmentation), the walk is repeated with C
+// lowered by the excess, up to max_repairs times. Last, each tenancy's first
+// step (its swap-in, or the creating compute step) waits for the release of
+// every earlier tenancy it overlaps in the arena (that tenancy's last
+// compute step and its swap-out or drop), found by sweeping the tenancies in
+// time order over a map of address ranges to their last tenancy.
 //
-//   d2h                 [= out(v) =]                  (v: the victim x evicts)
-//   release order   h2d              [= in(x) =][= in(y) =]   x freed at 1, for op 9
-//   deadline order  h2d   [= in(y) =]    [= in(x) =]           y freed at 2, for op 3
+//   time:     0   1   2   3   4   5  (op positions)
+//   offset 0  [== w (param) ===================]
+//   offset 4  [= a =][== in(y) ==]      a dies after op 1: in(y), keyed at 1,
+//   offset 6      [== b ==][= c =]      waits for op 1; c (made by op 3)
+//                                        waits for b's swap-out or drop
 //
-// On the Fig. 6 configurations the deadline order was faster on every seed
-// candidate tried (docs/results.md); the baselines keep release order.
+// Copies are then ordered as in Note [Copy order] (plan/copy_order.h).
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -95,6 +99,9 @@ struct PlannerOptions {
   // release position. Ignored with directives: the rule-based baselines
   // keep their rules' order.
   bool deadline_copy_order = true;
+  // Arena: walks with a lowered capacity when the packing exceeds the budget
+  // (Note [Arena planning]).
+  int max_repairs = 6;
 };
 
 // Rules that override the policy, for the rule-based baselines (vDNN,
@@ -115,6 +122,18 @@ struct Directives {
   bool unbounded = false;
 };
 
+// What plan() and plan_arena() say besides the plan.
+struct PlanResult {
+  bool ok = false;
+  std::string why;  // when !ok
+  // When the copies were put in deadline order (Note [Copy order]): the
+  // simulation that chose that order, which is what Simulator::run gives for
+  // the plan (without a timeline), so a caller need not simulate it again.
+  std::optional<SimResult> simulation;
+  int64_t capacity = 0;     // arena: the byte capacity the walk used (after repairs)
+  int64_t arena_bytes = 0;  // the plan's arena_bytes(): the pool's, or the packing's peak
+};
+
 class SwapPlanner {
  public:
   // The graph, sizes and times must outlive the planner.
@@ -124,17 +143,21 @@ class SwapPlanner {
   SwapPlanner(const SwapPlanner&) = delete;
   SwapPlanner& operator=(const SwapPlanner&) = delete;
 
-  // Plans order (a topological order) with allocation a (well formed, pool
-  // within budget). Returns false with *why when some op touches more items
-  // of a class at once than the class has objects.
-  bool plan(std::span<const OpId> order, const Allocation& a, int64_t budget,
-            const PlannerOptions& options, Plan* out, std::string* why = nullptr,
-            const Directives* directives = nullptr);
+  // Plans order (a topological order) with the size-class allocation a (well
+  // formed, pool within budget). Not ok, with why, when some op touches more
+  // items of a class at once than the class has objects.
+  [[nodiscard]] PlanResult plan(std::span<const OpId> order, const Allocation& a, int64_t budget,
+                                const PlannerOptions& options, Plan* out,
+                                const Directives* directives = nullptr);
 
-  // When the last plan() put its copies in deadline order: the simulation
-  // that chose that order, which is what Simulator::run gives for the plan
-  // (without a timeline), so a caller need not simulate it again. Else null.
-  const SimResult* simulation() const;
+  // Plans order with planned offsets (Note [Arena planning]) against a byte
+  // capacity of at most `budget` (lowered as the packing needs). Not ok, with
+  // why, when some op touches more bytes at once than the capacity, or the
+  // packing stays above the budget. With unbounded directives the capacity
+  // is ignored and the plan takes what the rules need (its arena_bytes()).
+  [[nodiscard]] PlanResult plan_arena(std::span<const OpId> order, int64_t capacity, int64_t budget,
+                                      const PlannerOptions& options, Plan* out,
+                                      const Directives* directives = nullptr);
 
  private:
   class Pass;

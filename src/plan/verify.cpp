@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "graph/dataflow.h"
+#include "util/range_map.h"
 
 namespace sa {
 namespace {
@@ -98,6 +99,12 @@ class Verifier {
         class_first_.begin() - 1);
   }
   bool object_exists(ObjectId x) const { return x >= 0 && x < num_objects_; }
+  // Arena plans: "" when object x can hold `bytes`, else why not.
+  std::string too_small(ObjectId x, int64_t bytes) const {
+    const int64_t have = p_.objects[x].bytes;
+    return have >= bytes ? std::string()
+                         : fmt::format("object {} has {} bytes, fewer than its {}", x, have, bytes);
+  }
   int32_t loc(ObjectId x) const {
     if (dense_) return x;
     return static_cast<int32_t>(std::lower_bound(ids_.begin(), ids_.end(), x) - ids_.begin());
@@ -120,6 +127,9 @@ class Verifier {
   bool swap_out(StepId s);
   bool drop(StepId s);
   bool arrive(StepId s, ObjectId x, int32_t who, int slot);
+  bool arrive_bytes(StepId s, ObjectId x, int32_t who);
+  bool structure_classes();
+  bool structure_arena();
   bool resident_for_release(StepId s);
   std::string not_resident_reason(TensorId t) const;
   std::string next_use(TensorId t) const;
@@ -131,6 +141,9 @@ class Verifier {
   // Pool layout.
   std::vector<int64_t> class_first_;  // per class + 1: first object id
   int32_t num_objects_ = 0;
+  bool arena_ = false;
+  // Arena plans: which object last held each range of arena bytes.
+  RangeMap<ObjectId> bytes_of_;
   bool dense_ = true;
   std::vector<ObjectId> ids_;  // referenced object ids, sorted (when !dense_)
 
@@ -164,12 +177,23 @@ bool Verifier::structure() {
   const int n = g_.num_tensors();
   const int m = g_.num_ops();
   // S1
-  if (p_.tensor_class.size() != static_cast<size_t>(n))
-    return fail("tensor_class has {} entries, but the graph has {} tensors", p_.tensor_class.size(),
-                n);
-  if (p_.workspace_class.size() != static_cast<size_t>(m))
-    return fail("workspace_class has {} entries, but the graph has {} ops",
-                p_.workspace_class.size(), m);
+  arena_ = p_.allocator == Allocator::kArena;
+  if (p_.allocator != Allocator::kArena && p_.allocator != Allocator::kSizeClass)
+    return fail("the plan has an unknown allocator {}", static_cast<int>(p_.allocator));
+  if (arena_) {
+    if (!p_.tensor_class.empty() || !p_.workspace_class.empty() || p_.pool.num_classes() > 0)
+      return fail(
+          "the plan places its objects in the arena (allocator arena), but it also has size "
+          "classes ({} tensor_class and {} workspace_class entries, {} pool classes)",
+          p_.tensor_class.size(), p_.workspace_class.size(), p_.pool.num_classes());
+  } else {
+    if (p_.tensor_class.size() != static_cast<size_t>(n))
+      return fail("tensor_class has {} entries, but the graph has {} tensors",
+                  p_.tensor_class.size(), n);
+    if (p_.workspace_class.size() != static_cast<size_t>(m))
+      return fail("workspace_class has {} entries, but the graph has {} ops",
+                  p_.workspace_class.size(), m);
+  }
   if (p_.access_begin.size() != static_cast<size_t>(m) + 1)
     return fail("access_begin has {} entries, but the graph has {} ops (it needs {})",
                 p_.access_begin.size(), m, m + 1);
@@ -188,6 +212,152 @@ bool Verifier::structure() {
     return fail("access_objects has {} entries, but access_begin[{}] is {}",
                 p_.access_objects.size(), m, p_.access_begin[m]);
 
+  if (!(arena_ ? structure_arena() : structure_classes())) return false;
+
+  // S4
+  for (OpId o = 0; o < m; ++o) {
+    const Op& oo = g_.ops[o];
+    const int32_t base = p_.access_begin[o];
+    int k = 0;
+    bool ok = true;
+    for_each_access(oo, [&](TensorId t, Access a) {
+      if (!ok) return;
+      const ObjectId x = p_.access_objects[base + k];
+      if (!object_exists(x))
+        ok = fail("{}, access {} ({} {}), uses object {}, but the pool has {} objects", op(o), k,
+                  verb(a), tensor(t), x, num_objects_);
+      else if (arena_) {
+        if (const std::string why = too_small(x, g_.tensors[t].bytes); !why.empty())
+          ok = fail("{}, access {} ({} {}), uses object {}, but {} bytes", op(o), k, verb(a),
+                    tensor(t), x, why);
+      } else if (class_of(x) != p_.tensor_class[t])
+        ok = fail(
+            "{}, access {} ({} {}), uses object {} of class {}, but the tensor is in "
+            "class {}",
+            op(o), k, verb(a), tensor(t), x, class_of(x), p_.tensor_class[t]);
+      ++k;
+    });
+    if (!ok) return false;
+    if (oo.workspace_bytes > 0) {
+      const ObjectId x = p_.access_objects[base + k];
+      if (!object_exists(x))
+        return fail("{} puts its workspace in object {}, but the pool has {} objects", op(o), x,
+                    num_objects_);
+      if (arena_) {
+        if (const std::string why = too_small(x, oo.workspace_bytes); !why.empty())
+          return fail("{} puts its workspace in object {}, but {} workspace bytes", op(o), x, why);
+      } else if (class_of(x) != p_.workspace_class[o])
+        return fail(
+            "{} puts its workspace in object {} of class {}, but its workspace_class "
+            "is {}",
+            op(o), x, class_of(x), p_.workspace_class[o]);
+    }
+  }
+
+  // S5
+  const int64_t num_waits = static_cast<int64_t>(p_.waits.size());
+  for (StepId s = 0; s < p_.num_steps(); ++s) {
+    const Step& st = p_.steps[s];
+    switch (st.kind) {
+      case StepKind::kCompute:
+        if (st.subject < 0 || st.subject >= m)
+          return fail("step {} (compute) names op {}, but the graph has {} ops", s, st.subject, m);
+        if (st.object != kNoObject)
+          return fail("{} names object {}; a compute step's objects are in access_objects", step(s),
+                      st.object);
+        break;
+      case StepKind::kSwapIn:
+      case StepKind::kSwapOut:
+      case StepKind::kDrop:
+        if (st.subject < 0 || st.subject >= n)
+          return fail("step {} ({}) names tensor {}, but the graph has {} tensors", s,
+                      to_string(st.kind), st.subject, n);
+        if (!object_exists(st.object))
+          return fail("{} names object {}, but the pool has {} objects", step(s), st.object,
+                      num_objects_);
+        if (arena_) {
+          if (const std::string why = too_small(st.object, g_.tensors[st.subject].bytes);
+              !why.empty())
+            return fail("{} uses object {}, but {} bytes", step(s), st.object, why);
+        } else if (class_of(st.object) != p_.tensor_class[st.subject])
+          return fail("{} uses object {} of class {}, but the tensor is in class {}", step(s),
+                      st.object, class_of(st.object), p_.tensor_class[st.subject]);
+        break;
+      default:
+        return fail("step {} has an unknown kind {}", s, static_cast<int>(st.kind));
+    }
+    if (st.wait_begin < 0 || st.wait_end < st.wait_begin || st.wait_end > num_waits)
+      return fail("{} has waits [{}, {}), outside the plan's {} waits", step(s), st.wait_begin,
+                  st.wait_end, num_waits);
+    for (StepId w : p_.waits_of(s))
+      if (w < 0 || w >= s)
+        return fail("{} waits for step {}, which is not an earlier step", step(s), w);
+  }
+
+  // S6 (ranges; uniqueness of objects below, once objects are indexed)
+  init_obj_.assign(n, kNoObject);
+  for (const ResidentTensor& r : p_.initial_resident) {
+    if (r.tensor < 0 || r.tensor >= n)
+      return fail("initial_resident names tensor {}, but the graph has {} tensors", r.tensor, n);
+    const TensorKind kind = g_.tensors[r.tensor].kind;
+    if (!is_persistent(kind))
+      return fail("initial_resident names {}, which is {} {}, not a persistent tensor",
+                  tensor(r.tensor), kind == TensorKind::kInput ? "an" : "a", to_string(kind));
+    if (init_obj_[r.tensor] != kNoObject)
+      return fail("initial_resident names {} twice", tensor(r.tensor));
+    if (!object_exists(r.object))
+      return fail("initial_resident puts {} in object {}, but the pool has {} objects",
+                  tensor(r.tensor), r.object, num_objects_);
+    if (arena_) {
+      if (const std::string why = too_small(r.object, g_.tensors[r.tensor].bytes); !why.empty())
+        return fail("initial_resident puts {} in object {}, but {} bytes", tensor(r.tensor),
+                    r.object, why);
+    } else if (class_of(r.object) != p_.tensor_class[r.tensor])
+      return fail(
+          "initial_resident puts {} in object {} of class {}, but the tensor is in "
+          "class {}",
+          tensor(r.tensor), r.object, class_of(r.object), p_.tensor_class[r.tensor]);
+    init_obj_[r.tensor] = r.object;
+  }
+
+  // Index the objects: densely, unless the pool has far more objects than the
+  // plan names (a hostile plan must not make us allocate gigabytes).
+  const int64_t refs = static_cast<int64_t>(p_.access_objects.size()) + p_.num_steps() +
+                       static_cast<int64_t>(p_.initial_resident.size());
+  dense_ = num_objects_ <= 4 * refs + 4096;
+  int32_t num_local = num_objects_;
+  if (!dense_) {
+    ids_.clear();
+    ids_.reserve(refs);
+    ids_.insert(ids_.end(), p_.access_objects.begin(), p_.access_objects.end());
+    for (const Step& st : p_.steps)
+      if (st.kind != StepKind::kCompute) ids_.push_back(st.object);
+    for (const ResidentTensor& r : p_.initial_resident)
+      ids_.push_back(r.object);
+    std::sort(ids_.begin(), ids_.end());
+    ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
+    num_local = static_cast<int32_t>(ids_.size());
+  }
+  tenant_.assign(num_local, kFree);
+  prev_.assign(num_local, kFree);
+  touch_.assign(num_local, {-1, -1, -1, -1});
+  for (const ResidentTensor& r : p_.initial_resident) {
+    TensorId& who = tenant_[loc(r.object)];
+    if (who != kFree)
+      return fail("initial_resident puts both {} and {} in object {}", tensor(who),
+                  tensor(r.tensor), r.object);
+    who = r.tensor;
+    prev_[loc(r.object)] = r.tensor;
+    if (arena_ && !arrive_bytes(kStart, r.object, r.tensor)) return false;
+  }
+  return true;
+}
+
+// S2 for size-class plans: the pool fits the budget, and `objects` is its
+// layout (the runtime places objects by `objects`).
+bool Verifier::structure_classes() {
+  const int n = g_.num_tensors();
+  const int m = g_.num_ops();
   // S2
   const Pool& pool = p_.pool;
   const int nc = static_cast<int>(pool.class_bytes.size());
@@ -241,125 +411,43 @@ bool Verifier::structure() {
                   op(o), bytes, c, pool.class_bytes[c]);
   }
 
-  // S4
-  for (OpId o = 0; o < m; ++o) {
-    const Op& oo = g_.ops[o];
-    const int32_t base = p_.access_begin[o];
-    int k = 0;
-    bool ok = true;
-    for_each_access(oo, [&](TensorId t, Access a) {
-      if (!ok) return;
-      const ObjectId x = p_.access_objects[base + k];
-      if (!object_exists(x))
-        ok = fail("{}, access {} ({} {}), uses object {}, but the pool has {} objects", op(o), k,
-                  verb(a), tensor(t), x, num_objects_);
-      else if (class_of(x) != p_.tensor_class[t])
-        ok = fail(
-            "{}, access {} ({} {}), uses object {} of class {}, but the tensor is in "
-            "class {}",
-            op(o), k, verb(a), tensor(t), x, class_of(x), p_.tensor_class[t]);
-      ++k;
-    });
-    if (!ok) return false;
-    if (oo.workspace_bytes > 0) {
-      const ObjectId x = p_.access_objects[base + k];
-      if (!object_exists(x))
-        return fail("{} puts its workspace in object {}, but the pool has {} objects", op(o), x,
-                    num_objects_);
-      if (class_of(x) != p_.workspace_class[o])
+  // S2 (end): the objects are the pool's layout (compared without building it: the
+  // pool's counts are not trusted yet).
+  if (p_.objects.size() != static_cast<size_t>(num_objects_))
+    return fail("the plan has {} objects, but its pool lays out {}", p_.objects.size(),
+                num_objects_);
+  int64_t offset = 0;
+  ObjectId x = 0;
+  for (ClassId c = 0; c < nc; ++c)
+    for (int32_t k = 0; k < pool.class_count[c]; ++k, ++x) {
+      const Block& b = p_.objects[x];
+      if (b.offset != offset || b.bytes != pool.class_bytes[c] || b.cls != c)
         return fail(
-            "{} puts its workspace in object {} of class {}, but its workspace_class "
-            "is {}",
-            op(o), x, class_of(x), p_.workspace_class[o]);
+            "object {} is at [{}, +{}) of class {}, but the pool lays it out at [{}, +{}) of "
+            "class {}",
+            x, b.offset, b.bytes, b.cls, offset, pool.class_bytes[c], c);
+      offset += pool.class_bytes[c];
     }
-  }
+  return true;
+}
 
-  // S5
-  const int64_t num_waits = static_cast<int64_t>(p_.waits.size());
-  for (StepId s = 0; s < p_.num_steps(); ++s) {
-    const Step& st = p_.steps[s];
-    switch (st.kind) {
-      case StepKind::kCompute:
-        if (st.subject < 0 || st.subject >= m)
-          return fail("step {} (compute) names op {}, but the graph has {} ops", s, st.subject, m);
-        if (st.object != kNoObject)
-          return fail("{} names object {}; a compute step's objects are in access_objects", step(s),
-                      st.object);
-        break;
-      case StepKind::kSwapIn:
-      case StepKind::kSwapOut:
-      case StepKind::kDrop:
-        if (st.subject < 0 || st.subject >= n)
-          return fail("step {} ({}) names tensor {}, but the graph has {} tensors", s,
-                      to_string(st.kind), st.subject, n);
-        if (!object_exists(st.object))
-          return fail("{} names object {}, but the pool has {} objects", step(s), st.object,
-                      num_objects_);
-        if (class_of(st.object) != p_.tensor_class[st.subject])
-          return fail("{} uses object {} of class {}, but the tensor is in class {}", step(s),
-                      st.object, class_of(st.object), p_.tensor_class[st.subject]);
-        break;
-      default:
-        return fail("step {} has an unknown kind {}", s, static_cast<int>(st.kind));
-    }
-    if (st.wait_begin < 0 || st.wait_end < st.wait_begin || st.wait_end > num_waits)
-      return fail("{} has waits [{}, {}), outside the plan's {} waits", step(s), st.wait_begin,
-                  st.wait_end, num_waits);
-    for (StepId w : p_.waits_of(s))
-      if (w < 0 || w >= s)
-        return fail("{} waits for step {}, which is not an earlier step", step(s), w);
-  }
-
-  // S6 (ranges; uniqueness of objects below, once objects are indexed)
-  init_obj_.assign(n, kNoObject);
-  for (const ResidentTensor& r : p_.initial_resident) {
-    if (r.tensor < 0 || r.tensor >= n)
-      return fail("initial_resident names tensor {}, but the graph has {} tensors", r.tensor, n);
-    const TensorKind kind = g_.tensors[r.tensor].kind;
-    if (!is_persistent(kind))
-      return fail("initial_resident names {}, which is {} {}, not a persistent tensor",
-                  tensor(r.tensor), kind == TensorKind::kInput ? "an" : "a", to_string(kind));
-    if (init_obj_[r.tensor] != kNoObject)
-      return fail("initial_resident names {} twice", tensor(r.tensor));
-    if (!object_exists(r.object))
-      return fail("initial_resident puts {} in object {}, but the pool has {} objects",
-                  tensor(r.tensor), r.object, num_objects_);
-    if (class_of(r.object) != p_.tensor_class[r.tensor])
-      return fail(
-          "initial_resident puts {} in object {} of class {}, but the tensor is in "
-          "class {}",
-          tensor(r.tensor), r.object, class_of(r.object), p_.tensor_class[r.tensor]);
-    init_obj_[r.tensor] = r.object;
-  }
-
-  // Index the objects: densely, unless the pool has far more objects than the
-  // plan names (a hostile plan must not make us allocate gigabytes).
-  const int64_t refs = static_cast<int64_t>(p_.access_objects.size()) + p_.num_steps() +
-                       static_cast<int64_t>(p_.initial_resident.size());
-  dense_ = num_objects_ <= 4 * refs + 4096;
-  int32_t num_local = num_objects_;
-  if (!dense_) {
-    ids_.clear();
-    ids_.reserve(refs);
-    ids_.insert(ids_.end(), p_.access_objects.begin(), p_.access_objects.end());
-    for (const Step& st : p_.steps)
-      if (st.kind != StepKind::kCompute) ids_.push_back(st.object);
-    for (const ResidentTensor& r : p_.initial_resident)
-      ids_.push_back(r.object);
-    std::sort(ids_.begin(), ids_.end());
-    ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
-    num_local = static_cast<int32_t>(ids_.size());
-  }
-  tenant_.assign(num_local, kFree);
-  prev_.assign(num_local, kFree);
-  touch_.assign(num_local, {-1, -1, -1, -1});
-  for (const ResidentTensor& r : p_.initial_resident) {
-    TensorId& who = tenant_[loc(r.object)];
-    if (who != kFree)
-      return fail("initial_resident puts both {} and {} in object {}", tensor(who),
-                  tensor(r.tensor), r.object);
-    who = r.tensor;
-    prev_[loc(r.object)] = r.tensor;
+// S2 for arena plans: every object lies within the budget.
+bool Verifier::structure_arena() {
+  if (p_.objects.size() > static_cast<size_t>(INT32_MAX))
+    return fail("the plan has {} objects, more than 32-bit object ids can number",
+                p_.objects.size());
+  num_objects_ = static_cast<int32_t>(p_.objects.size());
+  for (ObjectId x = 0; x < num_objects_; ++x) {
+    const Block& b = p_.objects[x];
+    if (b.offset < 0 || b.bytes < 0)
+      return fail("object {} is at offset {} with {} bytes", x, b.offset, b.bytes);
+    if (static_cast<__int128>(b.offset) + b.bytes > p_.memory_budget)
+      return fail("object {} ([{}, {}) of the arena) ends past the memory budget of {} bytes", x,
+                  b.offset,
+                  static_cast<__int128>(b.offset) + b.bytes > INT64_MAX
+                      ? std::string("2^63")
+                      : std::to_string(b.offset + b.bytes),
+                  p_.memory_budget);
   }
   return true;
 }
@@ -456,7 +544,41 @@ std::string Verifier::next_use(TensorId t) const {
 }
 
 // W1: step s puts `who` (a tensor, or -(2 + op) for a workspace) into object x.
+// W1 over arena bytes (arena plans): who moves into object x at step s; the
+// objects that last held any of x's bytes are free and their last tenants'
+// steps happen before s. Then x holds those bytes.
+bool Verifier::arrive_bytes(StepId s, ObjectId x, int32_t who) {
+  const Block& b = p_.objects[x];
+  std::string err;
+  bytes_of_.assign(b.offset, b.end(), x, [&](int64_t lo, int64_t hi, ObjectId y) {
+    if (!err.empty() || y == x) return;
+    const int32_t ly = loc(y);
+    const std::string where = s == kStart ? std::string("initial_resident") : step(s);
+    if (tenant_[ly] != kFree) {
+      err = fmt::format(
+          "{} puts {} into object {} at [{}, {}) of the arena, but bytes [{}, {}) of it still "
+          "hold {} in object {}",
+          where, tenant_name(who), x, b.offset, b.end(), lo, hi, tensor(tenant_[ly]), y);
+      return;
+    }
+    for (StepId a : touch_[ly])
+      if (a >= 0 && !hb(a, s)) {
+        err = fmt::format(
+            "{} puts {} into object {} but does not wait for {}, which touched {} in object {} "
+            "at the same arena bytes [{}, {})",
+            where, tenant_name(who), x, step(a), tenant_name(prev_[ly]), y, lo, hi);
+        return;
+      }
+  });
+  if (!err.empty()) {
+    err_ = std::move(err);
+    return false;
+  }
+  return true;
+}
+
 bool Verifier::arrive(StepId s, ObjectId x, int32_t who, int slot) {
+  if (arena_ && !arrive_bytes(s, x, who)) return false;
   const int32_t l = loc(x);
   if (tenant_[l] != kFree)
     return fail("{} puts {} into object {}, but object {} still holds {}", step(s),

@@ -40,10 +40,13 @@ std::vector<ClassMemory> memory_by_class(const Graph& g, const Plan& p,
   // memory_profile() with every other class's objects weighing nothing: the
   // same tenancy rules, restricted to the group.
   Plan masked = p;
+  std::vector<uint8_t> in_group(pool.num_classes());
   for (ClassMemory& grp : groups) {
-    std::fill(masked.pool.class_bytes.begin(), masked.pool.class_bytes.end(), 0);
+    std::fill(in_group.begin(), in_group.end(), 0);
     for (ClassId c : grp.classes)
-      masked.pool.class_bytes[c] = pool.class_bytes[c];
+      in_group[c] = 1;
+    for (size_t o = 0; o < p.objects.size(); ++o)
+      masked.objects[o].bytes = in_group[p.objects[o].cls] ? p.objects[o].bytes : 0;
     std::vector<MemoryPoint> pts = memory_profile(g, masked, timeline, end_us, nullptr);
     // Drop points where this group's bytes do not change.
     for (const MemoryPoint& m : pts)

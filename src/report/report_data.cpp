@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "baselines/method_json.h"
+#include "methods/methods.h"
 #include "report/stalls.h"
 #include "report/traffic.h"
 #include "util/error.h"
@@ -75,16 +75,18 @@ std::string report_data_json(const ReportInput& in) {
                      {"swap_in_bytes", sim.swap_in_bytes},
                      {"swap_out_bytes", sim.swap_out_bytes},
                      {"peak_device_bytes", sim.peak_device_bytes},
-                     {"pool_bytes", p.pool.total_bytes()},
+                     {"allocator", std::string(to_string(p.allocator))},
+                     {"arena_bytes", p.arena_bytes()},
+                     {"pool_bytes", p.arena_bytes()},
                      {"classes", p.pool.num_classes()},
-                     {"objects", p.pool.num_objects()},
+                     {"objects", p.num_objects()},
                      {"ops", g.num_ops()},
                      {"tensors", g.num_tensors()},
                      {"steps", p.num_steps()},
                      {"swap_ins", traffic.swap_ins},
                      {"swap_outs", traffic.swap_outs},
                      {"drops", traffic.drops},
-                     {"generator", "swapadvisor 0.1.0"}};
+                     {"generator", "swapadvisor " SA_VERSION}};
   json methods = json::array();
   for (size_t i = 0; i < in.methods.size(); ++i)
     methods.push_back(method_json(in.methods[i], static_cast<int>(i) == in.main));

@@ -7,9 +7,9 @@
 #include <span>
 #include <string>
 
-#include "baselines/baselines.h"
 #include "cost/device.h"
 #include "graph/graph.h"
+#include "methods/methods.h"
 
 namespace sa {
 

@@ -75,7 +75,7 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
   const nlohmann::json other = {{"graph", g.name},
                                 {"method", p.method},
                                 {"memory_budget_bytes", p.memory_budget},
-                                {"pool_bytes", p.pool.total_bytes()},
+                                {"pool_bytes", p.arena_bytes()},
                                 {"iteration_us", sim.iteration_us},
                                 {"compute_us", sim.compute_us},
                                 {"stall_us", sim.stall_us},
@@ -133,7 +133,7 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
         fmt::format("{} ({})", tensor_label(g, st.subject), format_bytes(x.bytes));
     const std::string args =
         fmt::format(R"("step":{},"tensor":{},"kind":"{}","bytes":{},"object":{},"class":{})", s,
-                    st.subject, to_string(x.kind), x.bytes, st.object, p.pool.class_of(st.object));
+                    st.subject, to_string(x.kind), x.bytes, st.object, p.objects[st.object].cls);
     if (st.kind == StepKind::kDrop) {
       w.event(
           R"({{"ph":"i","s":"t","pid":{},"tid":{},"ts":{:.3f},"name":{},"cat":"drop","args":{{{}}}}})",

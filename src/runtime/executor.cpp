@@ -9,6 +9,7 @@
 #include "runtime/reference.h"
 #include "runtime/synthetic_op.h"
 #include "util/error.h"
+#include "util/range_map.h"
 
 namespace sa::runtime {
 namespace {
@@ -67,16 +68,13 @@ class Executor {
 
  private:
   void setup() {
-    const Pool& pool = p_.pool;
-    SA_CHECK(static_cast<int>(pool.object_offset.size()) == pool.num_objects(),
-             "the plan's pool is not finalized");
-    if (pool.total_bytes() > p_.memory_budget)
-      throw Error(fmt::format("the plan's pool ({} B) exceeds its memory budget ({} B)",
-                              pool.total_bytes(), p_.memory_budget));
+    if (p_.arena_bytes() > p_.memory_budget)
+      throw Error(fmt::format("the plan's objects reach {} B, over its memory budget ({} B)",
+                              p_.arena_bytes(), p_.memory_budget));
     r_.arena_bytes = p_.memory_budget;
     arena_ = b_.alloc_device(p_.memory_budget);
-    for (ObjectId k = 0; k < pool.num_objects(); ++k)
-      r_.pool_end_bytes = std::max(r_.pool_end_bytes, pool.offset_of(k) + pool.bytes_of(k));
+    for (const Block& b : p_.objects)
+      r_.pool_end_bytes = std::max(r_.pool_end_bytes, b.end());
     SA_CHECK(r_.pool_end_bytes <= arena_.bytes(), "object past the arena's end");
 
     // Host storage.
@@ -115,7 +113,7 @@ class Executor {
     r_.swap_out_bytes = traffic.swap_out_bytes;
   }
 
-  std::byte* object_ptr(ObjectId k) { return arena_.data() + p_.pool.offset_of(k); }
+  std::byte* object_ptr(ObjectId k) { return arena_.data() + p_.objects[k].offset; }
 
   void init_host(TensorId t) {
     if (o_.init_host)
@@ -160,21 +158,29 @@ class Executor {
   }
 
   // A new tenant moves into object k on stream st: wait for every other
-  // stream's last step on the object (Note [Executing a plan]).
+  // stream's last step on the arena bytes it covers (Note [Executing a
+  // plan]); objects may overlap in the arena (Note [Plan semantics]).
   void reuse(Stream st, ObjectId k) {
-    if (!o_.safety_net) return;
-    for (StepId s : last_touch_[k])
-      if (s >= 0 && wait_for(st, s)) ++safety_waits_;
+    const Block& b = p_.objects[k];
+    last_touch_.assign(b.offset, b.end(), kNoSteps,
+                       [&](int64_t, int64_t, const StreamSteps& touched) {
+                         if (!o_.safety_net) return;
+                         for (StepId s : touched)
+                           if (s >= 0 && wait_for(st, s)) ++safety_waits_;
+                       });
   }
 
-  void touch(Stream st, ObjectId k, StepId s) { last_touch_[k][static_cast<int>(st)] = s; }
+  void touch(Stream st, ObjectId k, StepId s) {
+    const Block& b = p_.objects[k];
+    last_touch_.update(b.offset, b.end(), [&](StreamSteps& t) { t[static_cast<int>(st)] = s; });
+  }
 
   void issue_iteration() {
-    const int num_objects = p_.pool.num_objects();
+    const int num_objects = p_.num_objects();
     tenant_.assign(num_objects, kFree);
     for (const ResidentTensor& rt : p_.initial_resident)
       tenant_[rt.object] = rt.tensor;
-    last_touch_.assign(num_objects, kNoSteps);
+    last_touch_.clear();
     done_.assign(p_.num_steps(), kNoSteps);
     for (auto& w : waited_)
       w.fill(-1);
@@ -201,10 +207,9 @@ class Executor {
       for (StepId w : p_.waits_of(s))
         for (StepId d : done_[w])
           if (d >= 0) wait_for(st, d);
-      const int64_t bytes = g_.tensors[step.subject].bytes;
       switch (step.kind) {
         case StepKind::kCompute: {
-          const OpId o = step.subject;
+          const OpId o = step.op();
           const Op& op = g_.ops[o];
           const auto objs = p_.objects_of(o);
           int k = 0;
@@ -227,12 +232,14 @@ class Executor {
         }
         case StepKind::kSwapIn:
           reuse(st, step.object);
-          tenant_[step.object] = step.subject;
-          b_.copy_h2d(object_ptr(step.object), host_[step.subject].data(), bytes);
+          tenant_[step.object] = step.tensor();
+          b_.copy_h2d(object_ptr(step.object), host_[step.tensor()].data(),
+                      g_.tensors[step.tensor()].bytes);
           touch(st, step.object, s);
           break;
         case StepKind::kSwapOut:
-          b_.copy_d2h(host_[step.subject].data(), object_ptr(step.object), bytes);
+          b_.copy_d2h(host_[step.tensor()].data(), object_ptr(step.object),
+                      g_.tensors[step.tensor()].bytes);
           touch(st, step.object, s);
           if (tenant_[step.object] == step.subject) tenant_[step.object] = kFree;
           break;
@@ -346,9 +353,9 @@ class Executor {
   std::vector<std::unique_ptr<Event>> events_;  // per step on a stream
 
   // Issue state of the current iteration.
-  std::vector<int32_t> tenant_;          // per object: a tensor, n + op (workspace), or kFree
-  std::vector<StreamSteps> last_touch_;  // per object
-  std::vector<StreamSteps> done_;        // per step: what its completion stands for
+  std::vector<int32_t> tenant_;       // per object: a tensor, n + op (workspace), or kFree
+  RangeMap<StreamSteps> last_touch_;  // per arena range: the last step of each stream there
+  std::vector<StreamSteps> done_;     // per step: what its completion stands for
   std::array<StreamSteps, kNumStreams> waited_;  // [stream][other]: waited up to this step
   int safety_waits_ = 0;
 };

@@ -10,7 +10,7 @@
 // Note [Executing a plan]
 // -----------------------
 // Setup (untimed): one device arena of exactly plan.memory_budget bytes,
-// allocated once; pool object k lives at arena offset pool.offset_of(k)
+// allocated once; object k lives at arena offset objects[k].offset
 // (Note [Plan semantics], plan/plan.h). Host storage, one buffer per tensor,
 // for every persistent tensor and input (initialised with init_word) and for
 // every tensor the plan swaps. The initial resident tensors are copied into

@@ -22,7 +22,7 @@ KernelTable make_kernel_table(const Graph& g, const SlotLayout& slots, const Pla
   for (OpId o = 0; o < g.num_ops(); ++o) {
     const Op& op = g.ops[o];
     int k = 0;  // position in for_each_access order (and in access_objects)
-    auto offset = [&]() -> int64_t { return p ? p->pool.offset_of(p->objects_of(o)[k]) : 0; };
+    auto offset = [&]() -> int64_t { return p ? p->objects[p->objects_of(o)[k]].offset : 0; };
     auto add = [&](TensorId x, Role role, int32_t index, int32_t slot, int32_t update_index) {
       KernelAccess a;
       a.offset = offset();

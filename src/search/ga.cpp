@@ -30,36 +30,45 @@ using Clock = std::chrono::steady_clock;
 
 struct Candidate {
   std::vector<OpId> order;
-  Allocation alloc;
+  Allocation alloc;       // size classes
+  double capacity = 1.0;  // arena: the byte capacity the walk plans for, as a share of the budget
   double time_us = kInf;
 };
 
 // What every worker reads and nobody writes during a generation.
 struct Context {
-  const Graph& g;
-  const Dataflow& df;
-  const DeviceProfile& device;
-  std::span<const double> op_us;
-  int64_t budget;
+  const Problem& pb;
   const SearchOptions& opt;
-  SizeTable sizes;
   std::vector<int32_t> size_cap;
+  double min_capacity = 0;  // arena: the smallest capacity any op allows, as a share of the budget
+  bool arena() const { return opt.allocator == Allocator::kArena; }
 };
 
 // Per-thread state: the planner and simulator keep reusable buffers.
 struct Worker {
   explicit Worker(const Context& c)
       : ctx(c),
-        planner(c.g, c.sizes, c.op_us, c.device),
-        sched(c.df),
-        alloc_ops(c.g, c.sizes, c.budget, c.size_cap) {}
+        planner(c.pb.graph, c.pb.sizes, c.pb.op_us, c.pb.device),
+        sched(c.pb.dataflow),
+        alloc_ops(c.pb.graph, c.pb.sizes, c.pb.budget, c.size_cap) {}
 
-  double evaluate(const Candidate& x) {
-    if (!planner.plan(x.order, x.alloc, ctx.budget, ctx.opt.planner, &plan)) return kInf;
-    if (const SimResult* picked = planner.simulation())  // the same, already simulated
-      return picked->ok ? picked->iteration_us : kInf;
-    const SimResult r = sim.run(ctx.g, plan, ctx.op_us, ctx.device);
-    return r.ok ? r.iteration_us : kInf;
+  PlanResult plan_candidate(const Candidate& x, Plan* out) {
+    const Problem& pb = ctx.pb;
+    if (!ctx.arena()) return planner.plan(x.order, x.alloc, pb.budget, ctx.opt.planner, out);
+    const auto capacity = static_cast<int64_t>(x.capacity * static_cast<double>(pb.budget));
+    return planner.plan_arena(x.order, capacity, pb.budget, ctx.opt.planner, out);
+  }
+
+  // The candidate's iteration time; in the arena, its capacity becomes the
+  // one the planner settled on (the packing may lower it).
+  double evaluate(Candidate& x) {
+    const PlanResult r = plan_candidate(x, &plan);
+    if (!r.ok) return kInf;
+    if (ctx.arena())
+      x.capacity = static_cast<double>(r.capacity) / static_cast<double>(ctx.pb.budget);
+    if (r.simulation) return r.simulation->ok ? r.simulation->iteration_us : kInf;
+    const SimResult sr = sim.run(ctx.pb.graph, plan, ctx.pb.op_us, ctx.pb.device);
+    return sr.ok ? sr.iteration_us : kInf;
   }
 
   const Context& ctx;
@@ -132,14 +141,14 @@ std::vector<ClassId> merge_by_ratio(const SizeTable& t, double ratio) {
 
 class Search {
  public:
-  explicit Search(const Context& ctx) : ctx_(ctx), opt_(ctx.opt), m_(ctx.g.num_ops()) {
+  explicit Search(const Context& ctx) : ctx_(ctx), opt_(ctx.opt), m_(ctx.pb.graph.num_ops()) {
     for (int i = 0; i < std::max(1, opt_.threads); ++i)
       workers_.push_back(std::make_unique<Worker>(ctx_));
     start_ = last_report_ = Clock::now();
     if (opt_.time_budget_s > 0)
       deadline_ = start_ + std::chrono::duration_cast<Clock::duration>(
                                std::chrono::duration<double>(opt_.time_budget_s));
-    for (double t : ctx.op_us)
+    for (double t : ctx.pb.op_us)
       ideal_ += t;
     tty_ = isatty(STDERR_FILENO);
   }
@@ -169,6 +178,7 @@ class Search {
   void make_initial(Worker& w, int k, Rng& rng, Candidate& c);
   void make_child(Worker& w, int gen, int k, Candidate& c);
   void mutate_alloc(Worker& w, Rng& rng, Allocation& a);
+  void mutate_capacity(Rng& rng, double& capacity) const;
   void select_pairs(Rng& rng);
   void select_survivors(Rng& rng);
   double best_time() const;
@@ -200,20 +210,36 @@ double Search::best_time() const {
 }
 
 void Search::make_bases() {
-  const Graph& g = ctx_.g;
+  const Graph& g = ctx_.pb.graph;
+  const int64_t budget = ctx_.pb.budget;
   std::string why;
   Candidate prog;
   prog.order = program_order(m_);
-  if (!default_allocation(g, ctx_.sizes, prog.order, ctx_.budget, &prog.alloc, &why))
-    throw Error(fmt::format("memory budget of {} bytes too small: {}", ctx_.budget, why));
+  if (ctx_.arena()) {
+    if (ctx_.min_capacity > 1.0) {
+      OpId op = kNoOp;
+      const int64_t need = min_budget(g, &op);
+      throw Error(fmt::format("memory budget of {} bytes too small: op {} ({}) touches {} bytes",
+                              budget, op, g.ops[op].type, need));
+    }
+  } else if (!default_allocation(g, ctx_.pb.sizes, prog.order, budget, &prog.alloc, &why)) {
+    throw Error(fmt::format("memory budget of {} bytes too small: {}", budget, why));
+  }
   bases_.push_back(prog);
   Candidate eager;
-  eager.order = eager_update_order(g, ctx_.df);
+  eager.order = eager_update_order(g, ctx_.pb.dataflow);
   if (eager.order != prog.order) {
-    SA_CHECK(default_allocation(g, ctx_.sizes, eager.order, ctx_.budget, &eager.alloc, &why), "{}",
-             why);
+    if (!ctx_.arena())
+      SA_CHECK(default_allocation(g, ctx_.pb.sizes, eager.order, budget, &eager.alloc, &why), "{}",
+               why);
     bases_.push_back(std::move(eager));
   }
+}
+
+// Arena: a multiplicative step of a few percent, within [min_capacity, 1].
+void Search::mutate_capacity(Rng& rng, double& capacity) const {
+  capacity *= std::exp(0.04 * rng.normal());
+  capacity = std::clamp(capacity, std::min(1.0, ctx_.min_capacity), 1.0);
 }
 
 void Search::mutate_alloc(Worker& w, Rng& rng, Allocation& a) {
@@ -233,10 +259,13 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   if (k >= n - num_random) {
     w.sched.random_order(rng, &c.order);
     c.alloc = bases_[0].alloc;
-    if (opt_.seeded) {
+    if (ctx_.arena()) {
+      if (!opt_.seeded) c.capacity = 1.0 - 0.2 * rng.uniform();
+    } else if (opt_.seeded) {
       std::string why;
-      SA_CHECK(default_allocation(ctx_.g, ctx_.sizes, c.order, ctx_.budget, &c.alloc, &why), "{}",
-               why);
+      SA_CHECK(
+          default_allocation(ctx_.pb.graph, ctx_.pb.sizes, c.order, ctx_.pb.budget, &c.alloc, &why),
+          "{}", why);
     } else {
       w.alloc_ops.mutate(c.alloc, 0.5, 1.0, rng);
     }
@@ -245,17 +274,23 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   const Candidate& base = bases_[k % bases_.size()];
   c.order = base.order;
   c.alloc = base.alloc;
+  c.capacity = base.capacity;
   if (k < static_cast<int>(bases_.size())) return;
   if (rng.chance(0.5)) {
     const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
     w.sched.mutate(base.order, p, rng.chance(0.5), rng, &c.order);
+  }
+  if (ctx_.arena()) {
+    // Capacities spread over the top fifth of the budget.
+    c.capacity = std::max(std::min(1.0, ctx_.min_capacity), 1.0 - 0.2 * rng.uniform());
+    return;
   }
   const double r = rng.uniform();
   if (r < 0.5) {
     // Neighbouring sizes merged (sometimes), small classes favoured (sometimes).
     Allocation a;
     a.cls =
-        rng.chance(0.7) ? merge_by_ratio(ctx_.sizes, 1.0 + 3.0 * rng.uniform()) : base.alloc.cls;
+        rng.chance(0.7) ? merge_by_ratio(ctx_.pb.sizes, 1.0 + 3.0 * rng.uniform()) : base.alloc.cls;
     w.alloc_ops.expand(base.alloc, &w.per_size);
     w.alloc_ops.contract(w.per_size, a.cls, &a.cnt);
     if (!w.alloc_ops.repair(a)) return;
@@ -276,6 +311,12 @@ void Search::make_child(Worker& w, int gen, int k, Candidate& c) {
   const std::vector<OpId>& crossed = (k / 2) % 2 == 0 ? w.o1 : w.o2;
   const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
   w.sched.mutate(crossed, p, rng.chance(0.5), rng, &c.order);
+  if (ctx_.arena()) {
+    // Capacity: one parent's, moved a little half of the time.
+    c.capacity = k % 2 == 0 ? p1.capacity : p2.capacity;
+    if (rng.chance(0.5)) mutate_capacity(rng, c.capacity);
+    return;
+  }
   // Allocation: crossover, then a mutation or a budget move.
   w.alloc_ops.crossover(p1.alloc, p2.alloc, pr.cls_cut, pr.cnt_cut, &w.a1, &w.a2);
   c.alloc = k % 2 == 0 ? w.a1 : w.a2;
@@ -298,7 +339,7 @@ void Search::select_pairs(Rng& rng) {
     const int i = static_cast<int>(std::upper_bound(cum.begin(), cum.end(), u) - cum.begin());
     return std::min(i, n - 1);
   };
-  const int sizes = ctx_.sizes.num_sizes();
+  const int sizes = ctx_.pb.sizes.num_sizes();
   pairs_.resize(n / 4);
   int b = 0;
   for (int i = 1; i < n; ++i)
@@ -422,13 +463,12 @@ SearchResult Search::run() {
   // Re-plan the best with the full simulation.
   const Candidate& b = best();
   Worker& w = *workers_[0];
-  std::string why;
-  SA_CHECK(w.planner.plan(b.order, b.alloc, ctx_.budget, opt_.planner, &result.plan, &why),
-           "the best candidate no longer plans: {}", why);
+  const PlanResult planned = w.plan_candidate(b, &result.plan);
+  SA_CHECK(planned.ok, "the best candidate no longer plans: {}", planned.why);
   result.plan.method = "swapadvisor";
   SimOptions so;
   so.record_timeline = true;
-  result.sim = w.sim.run(ctx_.g, result.plan, ctx_.op_us, ctx_.device, so);
+  result.sim = w.sim.run(ctx_.pb.graph, result.plan, ctx_.pb.op_us, ctx_.pb.device, so);
   result.evaluations = evaluations_;
   result.generations = gen;
   result.history = std::move(history_);
@@ -438,19 +478,18 @@ SearchResult Search::run() {
 
 }  // namespace
 
-SearchResult search(const Graph& g, const Dataflow& df, const DeviceProfile& device,
-                    std::span<const double> op_us, int64_t budget, const SearchOptions& options) {
-  if (options.time_budget_s <= 0 && options.max_evaluations <= 0)
+SearchResult search(const Problem& pb, const SearchOptions& options) {
+  if (!(options.time_budget_s > 0) && options.max_evaluations <= 0)
     throw Error("the search needs a time budget or an evaluation budget");
-  SA_CHECK(static_cast<int>(op_us.size()) == g.num_ops(), "{} op times for {} ops", op_us.size(),
-           g.num_ops());
-  Context ctx{g, df, device, op_us, budget, options, make_size_table(g), {}};
+  const Graph& g = pb.graph;
+  Context ctx{pb, options, {}};
+  ctx.min_capacity = static_cast<double>(min_budget(g)) / static_cast<double>(pb.budget);
   // The most objects of each size that could be used at once, in the orders
-  // the search starts from.
-  std::vector<ClassId> identity(ctx.sizes.num_sizes());
+  // the search starts from (the size classes' genes).
+  std::vector<ClassId> identity(pb.sizes.num_sizes());
   std::iota(identity.begin(), identity.end(), 0);
-  ctx.size_cap = demand_counts(g, ctx.sizes, identity, program_order(g.num_ops()));
-  const auto eager = demand_counts(g, ctx.sizes, identity, eager_update_order(g, df));
+  ctx.size_cap = demand_counts(g, pb.sizes, identity, program_order(g.num_ops()));
+  const auto eager = demand_counts(g, pb.sizes, identity, eager_update_order(g, pb.dataflow));
   for (size_t i = 0; i < eager.size(); ++i)
     ctx.size_cap[i] = std::max(ctx.size_cap[i], eager[i]);
   Search s(ctx);

@@ -1,11 +1,20 @@
 #pragma once
-// The genetic search over (schedule, allocation) pairs (paper-notes.md,
-// "Genetic algorithm"): each candidate is swap-planned (plan/swap_planner.h)
-// and simulated (plan/simulator.h); its iteration time is its fitness.
+// The genetic search over (schedule, allocation) pairs (the paper's genetic
+// algorithm, Huang et al. ASPLOS 2020, section 5): each candidate is
+// swap-planned (plan/swap_planner.h) and simulated (plan/simulator.h); its
+// iteration time is its fitness.
 //
+//   sa::Problem pb(g, device, budget);
 //   sa::SearchOptions o;  o.time_budget_s = 60;  o.threads = 2;
-//   sa::SearchResult r = sa::search(g, Dataflow(g), device, op_us, budget, o);
+//   sa::SearchResult r = sa::search(pb, o);
 //   // r.plan, r.sim.iteration_us, r.history ...
+//
+// The allocation genes depend on the allocator: the size-class pool's
+// (CLS, CNT), or, with planned offsets (Note [Arena planning]), the byte
+// capacity the swap planner plans for, as a share of the budget: the
+// packing may need some of the budget for fragmentation, and a lower
+// capacity trades swaps for room. The planner lowers a capacity whose
+// packing exceeds the budget, and the candidate keeps the lowered one.
 //
 // Note [Search loop]
 // ------------------
@@ -62,6 +71,7 @@
 #include "graph/dataflow.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
+#include "plan/problem.h"
 #include "plan/simulator.h"
 #include "plan/swap_planner.h"
 
@@ -76,6 +86,7 @@ struct SearchOptions {
   uint64_t seed = 1;
   bool progress = false;  // a progress line on stderr
   PlannerOptions planner;
+  Allocator allocator = kDefaultAllocator;
 
   // Beyond the paper.
   bool seeded = true;  // Note [Initial population]; false: random
@@ -97,11 +108,9 @@ struct SearchResult {
   double seed_us = 0;           // iteration time of the program order with the default allocation
 };
 
-// Searches for the fastest plan of g within `budget` bytes of device memory.
-// op_us: the time of every op (op_times_us). Throws sa::Error when even the
-// smallest pool does not fit the budget. REQUIRES: df is Dataflow(g); a time
-// budget or an evaluation budget.
-SearchResult search(const Graph& g, const Dataflow& df, const DeviceProfile& device,
-                    std::span<const double> op_us, int64_t budget, const SearchOptions& options);
+// Searches for the fastest plan of the problem's graph within its budget.
+// Throws sa::Error when even the smallest allocation does not fit the
+// budget. REQUIRES: a time budget or an evaluation budget.
+SearchResult search(const Problem& problem, const SearchOptions& options);
 
 }  // namespace sa

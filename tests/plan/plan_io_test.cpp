@@ -1,12 +1,14 @@
 #include <gtest/gtest.h>
 
 #include "baselines/baselines.h"
+#include "cost/device.h"
 #include "graph/graph_io.h"
 #include "graph/stats.h"
 #include "plan/plan_io.h"
 #include "plan/verify.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "util/file_io.h"
 
 namespace sa {
 namespace {
@@ -25,23 +27,53 @@ std::string error_of(const Graph& g, const std::string& text) {
   return "(accepted)";
 }
 
+// Both allocators' plans: written, read back, identical and valid.
 TEST(PlanIo, RoundTripKeepsEveryField) {
   Fixture f;
   const Problem pb(f.g, f.dev, peak_live_bytes(f.g) / 2);
-  const MethodResult r = run_baseline("odswap", pb);
-  ASSERT_TRUE(r.feasible) << r.why;
-  const std::string text = plan_to_json(f.g, r.plan);
-  const Plan back = parse_plan(f.g, text, "p.json");
-  EXPECT_EQ(plan_to_json(f.g, back), text);
-  EXPECT_EQ(back.method, "odswap");
-  EXPECT_EQ(back.pool.total_bytes(), r.plan.pool.total_bytes());
-  EXPECT_TRUE(verify_plan(f.g, back).ok);
+  for (Allocator a : {Allocator::kSizeClass, Allocator::kArena}) {
+    SCOPED_TRACE(std::string(to_string(a)));
+    BaselinePlan r = plan_baseline("odswap", pb, a);
+    ASSERT_TRUE(r.feasible) << r.why;
+    r.plan.method = "odswap";
+    const std::string text = plan_to_json(f.g, r.plan);
+    EXPECT_NE(text.find("\"version\":2"), std::string::npos);
+    const Plan back = parse_plan(f.g, text, "p.json");
+    EXPECT_EQ(plan_to_json(f.g, back), text);
+    EXPECT_EQ(back.method, "odswap");
+    EXPECT_EQ(back.allocator, a);
+    EXPECT_EQ(back.arena_bytes(), r.plan.arena_bytes());
+    EXPECT_EQ(back.num_objects(), r.plan.num_objects());
+    const VerifyResult v = verify_plan(f.g, back);
+    EXPECT_TRUE(v.ok) << v.violation;
+  }
+}
+
+// Version 1 files (written before planned offsets) still read: as
+// size-class plans, with the pool's layout.
+TEST(PlanIo, ReadsVersionOne) {
+  const Graph g = read_graph(testing::data_path("plans/mlp3.graph.json"));
+  const Plan p = read_plan(g, testing::data_path("plans/mlp3.v1.plan.json"));
+  EXPECT_EQ(p.allocator, Allocator::kSizeClass);
+  ASSERT_EQ(p.pool.num_classes(), 8);
+  EXPECT_EQ(p.pool.total_bytes(),
+            3 * 4 + 32 + 3 * 40 + 3 * 160 + 9 * 256 + 6 * 1024 + 3 * 2560 + 3 * 16384);
+  ASSERT_EQ(p.num_objects(), 3 + 1 + 3 + 3 + 9 + 6 + 3 + 3);
+  EXPECT_EQ(p.objects[3].offset, 12);  // class 1's only object, after three of 4 bytes
+  EXPECT_EQ(p.objects[3].bytes, 32);
+  EXPECT_EQ(p.objects[3].cls, 1);
+  EXPECT_TRUE(verify_plan(g, p).ok) << verify_plan(g, p).violation;
+  // Written again, it is a version 2 size-class plan.
+  const std::string text = plan_to_json(g, p);
+  EXPECT_NE(text.find("\"version\":2"), std::string::npos);
+  EXPECT_NE(text.find("\"allocator\":\"size-class\""), std::string::npos);
 }
 
 TEST(PlanIo, RefusesAnotherGraphsPlanAndBadStructure) {
   Fixture f;
   const Problem pb(f.g, f.dev, peak_live_bytes(f.g) / 2);
-  const std::string text = plan_to_json(f.g, run_baseline("odswap", pb).plan);
+  const std::string text =
+      plan_to_json(f.g, plan_baseline("odswap", pb, Allocator::kSizeClass).plan);
   Graph other = f.g;
   other.tensors[0].bytes += 4;
   EXPECT_NE(error_of(other, text)
@@ -55,11 +87,36 @@ TEST(PlanIo, RefusesAnotherGraphsPlanAndBadStructure) {
       << error_of(f.g, bad);
 
   bad = text;
-  bad.replace(bad.find("\"version\":1"), 11, "\"version\":7");
-  EXPECT_EQ(error_of(f.g, bad), "p.json: version: unsupported version (this reader supports 1)");
+  bad.replace(bad.find("\"version\":2"), 11, "\"version\":7");
+  EXPECT_EQ(error_of(f.g, bad),
+            "p.json: version: unsupported version (this reader supports 1 and 2)");
+
+  bad = text;
+  bad.replace(bad.find("\"allocator\":\"size-class\""), 24, "\"allocator\":\"buddy\"");
+  EXPECT_EQ(error_of(f.g, bad), "p.json: allocator: expected \"size-class\" or \"arena\"");
+
+  // A budget beyond 2^63 - 1 is an error, not clamped.
+  bad = text;
+  const size_t at = bad.find("\"memory_budget\":");
+  bad.replace(at, bad.find(',', at) - at, "\"memory_budget\":18446744073709551615");
+  EXPECT_NE(error_of(f.g, bad).find("memory_budget: 18446744073709551615 is out of range"),
+            std::string::npos)
+      << error_of(f.g, bad);
 
   EXPECT_NE(error_of(f.g, text.substr(0, text.size() / 2)).find("p.json"), std::string::npos);
   EXPECT_NE(error_of(f.g, "[]").find("expected an object"), std::string::npos);
+}
+
+// A small file cannot make the reader allocate for objects nobody can use.
+TEST(PlanIo, RefusesMoreObjectsThanThePlanCanName) {
+  const Graph g = read_graph(testing::data_path("plans/mlp3.graph.json"));
+  std::string text = read_file(testing::data_path("plans/mlp3.v1.plan.json"));
+  const std::string counts = "\"class_count\":[3,1,3,3,9,6,3,3]";
+  text.replace(text.find(counts), counts.size(), "\"class_count\":[3,1,3,3,9,6,3,16777216]");
+  EXPECT_NE(error_of(g, text).find("pool.class_count: 16777244 objects, more than this plan could "
+                                   "use"),
+            std::string::npos)
+      << error_of(g, text);
 }
 
 }  // namespace

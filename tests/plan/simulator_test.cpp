@@ -54,7 +54,7 @@ TEST(Simulator, DuplexSharingByHand) {
   add(p, StepKind::kCompute, 1, kNoObject, {2});
   p.pool.class_bytes = {12};
   p.pool.class_count = {2};
-  p.pool.finalize();
+  p.layout_pool();
   p.access_begin = {0, 0, 0};
   const std::vector<double> times{10, 5};
   Simulator sim;
@@ -80,7 +80,7 @@ TEST(Simulator, DropFinishesWithItsWaitsAndDeadlockIsReported) {
   add(p, StepKind::kSwapIn, 0, 0, {1});  // reloads after the drop
   p.pool.class_bytes = {4};
   p.pool.class_count = {1};
-  p.pool.finalize();
+  p.layout_pool();
   p.access_begin = {0, 0};
   const std::vector<double> times{3};
   Simulator sim;

@@ -63,8 +63,8 @@ TEST(SwapPlanner, BeladyEvictsFurthestAndSwapsInEarly) {
   const std::vector<double> times(5, 1.0);
   SwapPlanner planner(b.g, t, times, unit_link());
   Plan p;
-  std::string why;
-  ASSERT_TRUE(planner.plan(program_order(5), Allocation{{0}, {2}}, 200, {}, &p, &why)) << why;
+  const PlanResult planned = planner.plan(program_order(5), Allocation{{0}, {2}}, 200, {}, &p);
+  ASSERT_TRUE(planned.ok) << planned.why;
   EXPECT_EQ(describe(p), "C0 C1 out0 C2 C3 in0 C4");
   Simulator sim;
   const SimResult r = sim.run(b.g, p, times, unit_link(), {true});
@@ -105,14 +105,14 @@ TEST(SwapPlanner, DeadlineOrderCopiesTheMostUrgentFirst) {
   Plan p;
   PlannerOptions release;
   release.deadline_copy_order = false;
-  ASSERT_TRUE(planner.plan(program_order(6), Allocation{{0, 1}, {1, 1}}, 30, release, &p));
+  ASSERT_TRUE(planner.plan(program_order(6), Allocation{{0, 1}, {1, 1}}, 30, release, &p).ok);
   EXPECT_EQ(describe(p), "C0 C1 out1 in3 C2 in2 C3 drop2 C4 drop3 in1 C5");
   SimResult r = sim.run(b.g, p, times, unit_link());
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.iteration_us, 94);
   EXPECT_EQ(r.stall_us, 69);
 
-  ASSERT_TRUE(planner.plan(program_order(6), Allocation{{0, 1}, {1, 1}}, 30, {}, &p));
+  ASSERT_TRUE(planner.plan(program_order(6), Allocation{{0, 1}, {1, 1}}, 30, {}, &p).ok);
   EXPECT_EQ(describe(p), "C0 C1 out1 C2 in2 in3 C3 drop2 C4 drop3 in1 C5");
   r = sim.run(b.g, p, times, unit_link());
   ASSERT_TRUE(r.ok) << r.error;
@@ -130,9 +130,10 @@ TEST(SwapPlanner, TooFewObjectsIsReported) {
   const std::vector<double> times(2, 1.0);
   SwapPlanner planner(b.g, t, times, unit_link());
   Plan p;
-  std::string why;
-  EXPECT_FALSE(planner.plan(program_order(2), Allocation{{0}, {1}}, 100, {}, &p, &why));
-  EXPECT_EQ(why, "class 0 (100 B) has 1 objects but some op touches 2 of its items at once");
+  const PlanResult planned = planner.plan(program_order(2), Allocation{{0}, {1}}, 100, {}, &p);
+  EXPECT_FALSE(planned.ok);
+  EXPECT_EQ(planned.why,
+            "class 0 (100 B) has 1 objects but some op touches 2 of its items at once");
 }
 
 // A parameter read in forward and updated at the end. With room for
@@ -151,14 +152,14 @@ TEST(SwapPlanner, SteadyStateKeepsPersistentTensorsResident) {
   const std::vector<double> times(3, 1.0);
   SwapPlanner planner(b.g, t, times, unit_link());
   Plan p;
-  ASSERT_TRUE(planner.plan(program_order(3), Allocation{{0}, {4}}, 40, {}, &p));
+  ASSERT_TRUE(planner.plan(program_order(3), Allocation{{0}, {4}}, 40, {}, &p).ok);
   EXPECT_EQ(describe(p), "in1 C0 C1 drop1 C2");
   ASSERT_EQ(p.initial_resident.size(), 1u);
   EXPECT_EQ(p.initial_resident[0].tensor, w);
 
   PlannerOptions cold;
   cold.steady_state = false;
-  ASSERT_TRUE(planner.plan(program_order(3), Allocation{{0}, {4}}, 40, cold, &p));
+  ASSERT_TRUE(planner.plan(program_order(3), Allocation{{0}, {4}}, 40, cold, &p).ok);
   EXPECT_EQ(describe(p), "in0 in1 C0 C1 drop1 C2 out0");
   EXPECT_TRUE(p.initial_resident.empty());
 }

@@ -172,7 +172,7 @@ Plan base_plan(const Graph& g, int objects) {
   p.order = {0, 1, 2, 3};
   p.pool.class_bytes = {100};
   p.pool.class_count = {objects};
-  p.pool.finalize();
+  p.layout_pool();
   p.tensor_class.assign(g.num_tensors(), 0);
   p.workspace_class.assign(g.num_ops(), -1);
   return p;
@@ -300,18 +300,14 @@ TEST(Verify, PoolOverBudget) {
   EXPECT_VIOLATION(g, p, "the pool takes more than 2^63 bytes");
 }
 
-TEST(Verify, HugeSparsePoolIsFine) {
-  // 2^30 objects within a huge budget: the verifier indexes only the objects
-  // the plan names.
+TEST(Verify, HugePoolIsRejectedWithoutLayingItOut) {
+  // 2^30 objects within a huge budget, but the plan's objects are three: the
+  // verifier says so without building the pool's layout (24 GiB).
   const Graph g = small_graph();
   Plan p = cold_plan(g);
   p.pool.class_count = {1 << 30};
   p.memory_budget = int64_t{100} << 30;
-  EXPECT_VERIFIES(g, p);
-  p.access_objects[0] = (1 << 30) - 1;  // a: created in the last object...
-  EXPECT_VIOLATION(g, p,
-                   "reads tensor 2 'a' from object 2, but tensor 2 'a' is in object "
-                   "1073741823");
+  EXPECT_VIOLATION(g, p, "the plan has 3 objects, but its pool lays out 1073741824");
 }
 
 TEST(Verify, Order) {
@@ -411,6 +407,7 @@ TEST(Verify, Workspace) {
   p.order = {0, 1};
   p.pool.class_bytes = {100};
   p.pool.class_count = {3};
+  p.layout_pool();
   p.tensor_class = {0, 0};
   p.workspace_class = {0, -1};
   set_objects(p, {{1, 0, 2}, {1}});
@@ -578,6 +575,7 @@ TEST(Verify, StaleHostCopy) {
   p.order = {0};
   p.pool.class_bytes = {100};
   p.pool.class_count = {1};
+  p.layout_pool();
   p.tensor_class = {0};
   p.workspace_class = {-1};
   set_objects(p, {{0}});
@@ -771,29 +769,47 @@ void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& 
           opt.eviction = ev;
           opt.steady_state = steady;
           opt.deadline_copy_order = variant % 2 == 0;
-          Plan p;
-          const std::string what = fmt::format(
-              "{}, {} order, budget {} (min {}, peak {}), {}, steady_state {}, {} copy order, {}",
-              label, which == 0 ? "program" : "random", budget, lo, hi,
-              ev == EvictionPolicy::kBelady ? "belady" : "lru", steady,
-              opt.deadline_copy_order ? "deadline" : "release", dev.name);
-          ASSERT_TRUE(planner.plan(order, a, budget, opt, &p, &why)) << what << ": " << why;
-          if (!verify_case(g, p, what, tally)) continue;
-          const SimResult s = sim.run(g, p, op_us, dev);
-          EXPECT_TRUE(s.ok) << what << ": verified, but the simulator says: " << s.error;
-          // The simulation that chose the deadline order is the plan's.
-          if (const SimResult* picked = planner.simulation()) {
-            EXPECT_TRUE(opt.deadline_copy_order) << what;
-            EXPECT_EQ(picked->iteration_us, s.iteration_us) << what;
-            EXPECT_EQ(picked->stall_us, s.stall_us) << what;
-            EXPECT_EQ(picked->swap_in_bytes, s.swap_in_bytes) << what;
+          for (Allocator alloc : {Allocator::kSizeClass, Allocator::kArena}) {
+            Plan p;
+            const std::string what = fmt::format(
+                "{}, {} order, budget {} (min {}, peak {}), {}, steady_state {}, {} copy order, "
+                "{}, "
+                "{}",
+                label, which == 0 ? "program" : "random", budget, lo, hi,
+                ev == EvictionPolicy::kBelady ? "belady" : "lru", steady,
+                opt.deadline_copy_order ? "deadline" : "release", dev.name, to_string(alloc));
+            const PlanResult planned = alloc == Allocator::kArena
+                                           ? planner.plan_arena(order, budget, budget, opt, &p)
+                                           : planner.plan(order, a, budget, opt, &p);
+            if (alloc == Allocator::kArena && !planned.ok) {
+              // Only a packing that stays above the budget may refuse.
+              EXPECT_NE(planned.why.find("packed offsets"), std::string::npos)
+                  << what << ": " << planned.why;
+              continue;
+            }
+            ASSERT_TRUE(planned.ok) << what << ": " << planned.why;
+            if (alloc == Allocator::kArena) {
+              EXPECT_LE(p.arena_bytes(), budget) << what;
+              EXPECT_LE(planned.capacity, budget) << what;
+            }
+            if (!verify_case(g, p, what, tally)) continue;
+            const SimResult s = sim.run(g, p, op_us, dev);
+            EXPECT_TRUE(s.ok) << what << ": verified, but the simulator says: " << s.error;
+            // The simulation that chose the deadline order is the plan's.
+            if (planned.simulation) {
+              const SimResult* picked = &*planned.simulation;
+              EXPECT_TRUE(opt.deadline_copy_order) << what;
+              EXPECT_EQ(picked->iteration_us, s.iteration_us) << what;
+              EXPECT_EQ(picked->stall_us, s.stall_us) << what;
+              EXPECT_EQ(picked->swap_in_bytes, s.swap_in_bytes) << what;
+            }
+            // No plan beats the transfer bound of its order (Note [Transfer bound]).
+            const TimeBound tb = time_bound(g, p.order, op_us, dev, budget);
+            EXPECT_GE(s.iteration_us, tb.bound_us() * (1 - 1e-9))
+                << what << ": beats its lower bound (transfer " << tb.transfer_us << " us at op "
+                << tb.at_op << ", " << tb.off_device_bytes << " B in)";
+            if (out && rng() % 4 == 0) out->push_back({what, std::move(p)});
           }
-          // No plan beats the transfer bound of its order (Note [Transfer bound]).
-          const TimeBound tb = time_bound(g, p.order, op_us, dev, budget);
-          EXPECT_GE(s.iteration_us, tb.bound_us() * (1 - 1e-9))
-              << what << ": beats its lower bound (transfer " << tb.transfer_us << " us at op "
-              << tb.at_op << ", " << tb.off_device_bytes << " B in)";
-          if (out && rng() % 4 == 0) out->push_back({what, std::move(p)});
         }
       }
     }
@@ -866,14 +882,15 @@ TEST(VerifyProperty, EveryBaselinePlanVerifies) {
     const int64_t hi = std::max(lo, peak_live_bytes(g));
     const int64_t budget = lo + static_cast<int64_t>(rng() % (hi - lo + 1));
     const Problem pb(g, dev, budget);
-    for (const std::string& name : baseline_names()) {
-      MethodResult r = run_baseline(name, pb);
-      if (!r.feasible) continue;
-      verify_case(g, r.plan,
-                  fmt::format("{} on random_graph({}, {}), budget {}, {}", name, layers, gseed,
-                              budget, dev.name),
-                  &tally);
-    }
+    for (const std::string& name : baseline_names())
+      for (Allocator alloc : {Allocator::kSizeClass, Allocator::kArena}) {
+        const BaselinePlan r = plan_baseline(name, pb, alloc);
+        if (!r.feasible) continue;
+        verify_case(g, r.plan,
+                    fmt::format("{} on random_graph({}, {}), budget {}, {}, {}", name, layers,
+                                gseed, budget, dev.name, to_string(alloc)),
+                    &tally);
+      }
   }
   tally.print("baselines on random graphs", seed);
   EXPECT_EQ(tally.failures, 0);
@@ -897,7 +914,8 @@ TEST(VerifyProperty, LargePlanVerifiesFast) {
   ASSERT_TRUE(default_allocation(g, t, order, budget, &a, &why)) << why;
   SwapPlanner planner(g, t, op_us, dev);
   Plan p;
-  ASSERT_TRUE(planner.plan(order, a, budget, {}, &p, &why)) << why;
+  const PlanResult planned = planner.plan(order, a, budget, {}, &p);
+  ASSERT_TRUE(planned.ok) << planned.why;
   const auto start = std::chrono::steady_clock::now();
   const VerifyResult r = verify_plan(g, p);
   const double ms =
@@ -969,7 +987,8 @@ TEST(PlannerRegression, SwapInWaitsForTheSwapOutThatWritesItsHostCopy) {
   opt.eviction = EvictionPolicy::kLru;
   opt.steady_state = false;
   Plan p;
-  ASSERT_TRUE(planner.plan(order, a, 5140, opt, &p, &why)) << why;
+  const PlanResult planned = planner.plan(order, a, 5140, opt, &p);
+  ASSERT_TRUE(planned.ok) << planned.why;
   const VerifyResult r = verify_plan(g, p);
   EXPECT_TRUE(r.ok) << r.violation;
 }
@@ -1014,7 +1033,8 @@ TEST(PlannerRegression, NoSwapInOfATensorBeforeItsEviction) {
   ASSERT_TRUE(default_allocation(g, t, order, 2208, &a, &why)) << why;
   SwapPlanner planner(g, t, op_us, dev);
   Plan p;
-  ASSERT_TRUE(planner.plan(order, a, 2208, {}, &p, &why)) << why;
+  const PlanResult planned = planner.plan(order, a, 2208, {}, &p);
+  ASSERT_TRUE(planned.ok) << planned.why;
   const VerifyResult r = verify_plan(g, p);
   EXPECT_TRUE(r.ok) << r.violation;
 }
@@ -1103,12 +1123,16 @@ enum Mutation {
   kSwapInObject,   // a swap-in goes to another object of the class
   kRemoveSwapOut,  // the first swap-out of a transient fetched again is removed
   kNotResident,    // an initial_resident tensor that the plan uses is left out
+  kArenaOverlap,   // arena: an object moves onto one occupied at the same time
+  kArenaPastEnd,   // arena: an object moves to end past the budget
+  kArenaShrink,    // arena: an object loses a byte its tenant needs
   kNumMutations,
 };
 const char* mutation_name(int m) {
   static const char* names[] = {
-      "access-object", "remove-wait",  "remove-swap-in", "swap-out-to-drop", "swap-compute",
-      "budget",        "shrink-class", "swap-in-object", "remove-swap-out",  "not-resident"};
+      "access-object", "remove-wait",    "remove-swap-in", "swap-out-to-drop", "swap-compute",
+      "budget",        "shrink-class",   "swap-in-object", "remove-swap-out",  "not-resident",
+      "arena-overlap", "arena-past-end", "arena-shrink"};
   return names[m];
 }
 
@@ -1123,14 +1147,45 @@ StepId random_step(const Plan& p, std::mt19937_64& rng, auto&& pred) {
 // *expect is set to a substring the violation must contain ("" for any).
 bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* expect) {
   expect->clear();
-  p.pool.finalize();  // for class_of() and first_object()
-  const int nobj = p.pool.num_objects();
+  const bool arena = p.allocator == Allocator::kArena;
+  const int nobj = p.num_objects();
+  // Another object that could hold x's tenant: of its class, or (arena) as
+  // large.
   auto other_object_of_class = [&](ObjectId x) -> ObjectId {
-    const ClassId c = p.pool.class_of(x);
+    if (arena) {
+      std::vector<ObjectId> fit;
+      for (ObjectId y = 0; y < nobj; ++y)
+        if (y != x && p.objects[y].bytes >= p.objects[x].bytes) fit.push_back(y);
+      return fit.empty() ? kNoObject : fit[rng() % fit.size()];
+    }
+    const ClassId c = p.objects[x].cls;
     const int cnt = p.pool.class_count[c];
     if (cnt < 2) return kNoObject;
     const ObjectId y = p.pool.first_object(c) + static_cast<ObjectId>(rng() % (cnt - 1));
     return y >= x ? y + 1 : y;
+  };
+  auto has_other = [&](ObjectId x) {
+    return arena ? nobj >= 2 : p.pool.class_count[p.objects[x].cls] >= 2;
+  };
+  // Arena: the span of plan steps over which each object is in use (-1: from
+  // the start, as an initial resident).
+  auto spans = [&]() {
+    std::vector<std::pair<int32_t, int32_t>> span(nobj, {INT32_MAX, -2});
+    auto use = [&](ObjectId x, int32_t s) {
+      span[x].first = std::min(span[x].first, s);
+      span[x].second = std::max(span[x].second, s);
+    };
+    for (const ResidentTensor& r : p.initial_resident)
+      use(r.object, -1);
+    for (StepId k = 0; k < p.num_steps(); ++k) {
+      const Step& st = p.steps[k];
+      if (st.kind == StepKind::kCompute)
+        for (ObjectId x : p.objects_of(st.subject))
+          use(x, k);
+      else
+        use(st.object, k);
+    }
+    return span;
   };
   switch (m) {
     case kAccessObject: {
@@ -1140,12 +1195,13 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
         const int first = p.access_begin[o] + static_cast<int>(op.outputs.size());
         const int n = static_cast<int>(op.inputs.size() + op.updates.size());
         for (int k = 0; k < n; ++k)
-          if (p.pool.class_count[p.pool.class_of(p.access_objects[first + k])] >= 2)
-            slots.push_back(first + k);
+          if (has_other(p.access_objects[first + k])) slots.push_back(first + k);
       }
       if (slots.empty()) return false;
       const int32_t i = slots[rng() % slots.size()];
-      p.access_objects[i] = other_object_of_class(p.access_objects[i]);
+      const ObjectId y = other_object_of_class(p.access_objects[i]);
+      if (y == kNoObject) return false;
+      p.access_objects[i] = y;
       return true;
     }
     case kRemoveWait: {
@@ -1223,10 +1279,11 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
       return true;
     }
     case kBudget:
-      p.memory_budget = p.pool.total_bytes() - 1 - static_cast<int64_t>(rng() % 64);
-      *expect = "over the memory budget";
+      p.memory_budget = p.arena_bytes() - 1 - static_cast<int64_t>(rng() % 64);
+      *expect = arena ? "past the memory budget" : "over the memory budget";
       return true;
     case kShrinkClass: {
+      if (arena) return false;
       int c = p.pool.num_classes() - 1;
       while (c >= 0 && p.pool.class_count[c] == 0)
         --c;
@@ -1240,19 +1297,20 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
         used = used || r.object == last;
       if (!used) return false;
       --p.pool.class_count[c];
-      p.pool.finalize();
+      p.layout_pool();
       *expect = "but the pool has";
       return true;
     }
     case kSwapInObject: {
       const StepId s = random_step(p, rng, [&](StepId k) {
         const Step& st = p.steps[k];
-        return st.kind == StepKind::kSwapIn &&
-               p.pool.class_count[p.pool.class_of(st.object)] >= 2 &&
+        return st.kind == StepKind::kSwapIn && has_other(st.object) &&
                (referenced_after(g, p, k, st.subject) || initially_resident(p, st.subject));
       });
       if (s < 0) return false;
-      p.steps[s].object = other_object_of_class(p.steps[s].object);
+      const ObjectId y = other_object_of_class(p.steps[s].object);
+      if (y == kNoObject) return false;
+      p.steps[s].object = y;
       return true;
     }
     case kRemoveSwapOut: {
@@ -1275,6 +1333,47 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
       if (cand.empty()) return false;
       p.initial_resident.erase(p.initial_resident.begin() +
                                static_cast<long>(cand[rng() % cand.size()]));
+      return true;
+    }
+    case kArenaOverlap: {
+      if (!arena) return false;
+      // Objects of one tenancy each (not those of initial residents, which
+      // are free between the tenancies at both ends of the iteration).
+      auto span = spans();
+      for (const ResidentTensor& r : p.initial_resident)
+        span[r.object] = {INT32_MAX, -2};
+      std::vector<std::pair<ObjectId, ObjectId>> pairs;
+      for (ObjectId x = 0; x < nobj; ++x)
+        for (ObjectId y = 0; y < nobj; ++y) {
+          if (x == y || p.objects[x].bytes == 0 || p.objects[y].bytes == 0) continue;
+          if (span[x].first > span[x].second || span[y].first > span[y].second) continue;
+          // Both in use at once in issue order, and x fits where y is.
+          const bool together = span[x].first < span[y].second && span[y].first < span[x].second;
+          if (together && p.objects[y].offset + p.objects[x].bytes <= p.memory_budget)
+            pairs.push_back({x, y});
+        }
+      if (pairs.empty()) return false;
+      const auto [x, y] = pairs[rng() % pairs.size()];
+      p.objects[x].offset = p.objects[y].offset;
+      *expect = "";  // "still hold", or "does not wait for" a release on the way
+      return true;
+    }
+    case kArenaPastEnd: {
+      if (!arena || nobj == 0) return false;
+      const ObjectId x = static_cast<ObjectId>(rng() % nobj);
+      p.objects[x].offset = p.memory_budget - p.objects[x].bytes + 1;
+      *expect = "past the memory budget";
+      return true;
+    }
+    case kArenaShrink: {
+      if (!arena) return false;
+      const auto span = spans();
+      std::vector<ObjectId> cand;
+      for (ObjectId x = 0; x < nobj; ++x)
+        if (p.objects[x].bytes > 0 && span[x].first <= span[x].second) cand.push_back(x);
+      if (cand.empty()) return false;
+      --p.objects[cand[rng() % cand.size()]].bytes;
+      *expect = "fewer than";
       return true;
     }
   }

@@ -66,7 +66,7 @@ struct StallFixture {
     plan.memory_budget = 40;
     plan.pool.class_bytes = {20};
     plan.pool.class_count = {2};
-    plan.pool.finalize();
+    plan.layout_pool();
     plan.tensor_class = {0, 0, 0};
     plan.workspace_class = {-1, -1, -1, -1};
     plan.access_begin = {0, 0, 0, 0, 0};

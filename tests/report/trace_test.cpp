@@ -102,7 +102,7 @@ TEST(ClassMemory, GroupsAddUpToTheTotal) {
   Plan p = f.plan;
   p.pool.class_bytes = {20, 24};
   p.pool.class_count = {1, 1};
-  p.pool.finalize();
+  p.layout_pool();
   p.tensor_class = {0, 0, 0};
   const SimResult sim = Simulator().run(f.graph, p, f.op_us, f.device, {.record_timeline = true});
   ASSERT_TRUE(sim.ok);

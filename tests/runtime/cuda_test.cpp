@@ -63,15 +63,16 @@ TEST(RuntimeCuda, PlansKeepTheirData) {
     for (Tensor& t : g.tensors)
       t.bytes = t.bytes * 301 + (seed % 2 ? 3 : 0);
     const Problem pb(g, device, peak_live_bytes(g) * 6 / 10);
-    for (const char* method : {"odswap", "swap-all"}) {
-      const MethodResult m = run_baseline(method, pb);
-      if (!m.feasible) continue;
-      RunOptions o;
-      o.iterations = 2;
-      const RunResult r = run_plan(*b, g, m.plan, pb.op_us, o);
-      EXPECT_EQ(r.integrity, "ok") << "seed " << seed << " " << method;
-      EXPECT_LE(r.peak_device_bytes, pb.budget);
-    }
+    for (const char* method : {"odswap", "swap-all"})
+      for (Allocator alloc : {Allocator::kSizeClass, Allocator::kArena}) {
+        const BaselinePlan m = plan_baseline(method, pb, alloc);
+        if (!m.feasible) continue;
+        RunOptions o;
+        o.iterations = 2;
+        const RunResult r = run_plan(*b, g, m.plan, pb.op_us, o);
+        EXPECT_EQ(r.integrity, "ok") << "seed " << seed << " " << method << " " << to_string(alloc);
+        EXPECT_LE(r.peak_device_bytes, pb.budget);
+      }
   }
 }
 

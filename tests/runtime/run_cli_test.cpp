@@ -42,7 +42,7 @@ struct Files {
       t.bytes *= 37;
     const DeviceProfile d = load_device("v100-16gb");
     const Problem pb(g, d, peak_live_bytes(g) * 6 / 10);
-    MethodResult m = run_baseline("odswap", pb);
+    BaselinePlan m = plan_baseline("odswap", pb, Allocator::kSizeClass);
     EXPECT_TRUE(m.feasible) << m.why;
     p = std::move(m.plan);
     graph = dir / "g.json";

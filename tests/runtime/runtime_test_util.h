@@ -75,10 +75,9 @@ inline SwapChain swap_chain(int64_t bytes, double op_us, double link_gbps) {
   s.link.duplex_gbps = 1.5 * link_gbps;
   const SizeTable sizes = make_size_table(s.g);
   SwapPlanner planner(s.g, sizes, s.op_us, s.link);
-  std::string why;
-  EXPECT_TRUE(planner.plan(program_order(s.g.num_ops()), Allocation{{0}, {3}}, 3 * bytes, {},
-                           &s.plan, &why))
-      << why;
+  const PlanResult planned =
+      planner.plan(program_order(s.g.num_ops()), Allocation{{0}, {3}}, 3 * bytes, {}, &s.plan);
+  EXPECT_TRUE(planned.ok) << planned.why;
   return s;
 }
 

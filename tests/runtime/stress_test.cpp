@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -16,6 +18,7 @@
 #include "baselines/baselines.h"
 #include "graph/dataflow.h"
 #include "graph/stats.h"
+#include "methods/methods.h"
 #include "plan/allocation.h"
 #include "plan/problem.h"
 #include "plan/swap_planner.h"
@@ -54,27 +57,35 @@ void rescale(Graph& g, std::mt19937_64& rng) {
     if (op.workspace_bytes > 0) op.workspace_bytes = op.workspace_bytes * factor + odd;
 }
 
-MethodResult plan_with_swap_planner(const Problem& pb) {
+MethodResult plan_with_swap_planner(const Problem& pb, Allocator alloc) {
   MethodResult r;
-  r.name = "swap-planner";
+  r.name = fmt::format("swap-planner ({})", to_string(alloc));
   const std::vector<OpId> order = program_order(pb.graph.num_ops());
-  Allocation a;
-  if (!default_allocation(pb.graph, pb.sizes, order, pb.budget, &a, &r.why)) return r;
   SwapPlanner planner(pb.graph, pb.sizes, pb.op_us, pb.device);
-  r.feasible = planner.plan(order, a, pb.budget, {}, &r.plan, &r.why);
+  PlanResult planned;
+  if (alloc == Allocator::kArena) {
+    planned = planner.plan_arena(order, pb.budget, pb.budget, {}, &r.plan);
+  } else {
+    Allocation a;
+    if (!default_allocation(pb.graph, pb.sizes, order, pb.budget, &a, &r.why)) return r;
+    planned = planner.plan(order, a, pb.budget, {}, &r.plan);
+  }
+  r.feasible = planned.ok;
+  r.why = planned.why;
   return r;
 }
 
-MethodResult plan_with_search(const Problem& pb, uint64_t seed) {
+MethodResult plan_with_search(const Problem& pb, uint64_t seed, Allocator alloc) {
   SearchOptions o;
   o.population = 16;
   o.max_evaluations = 48;
   o.threads = 1;
   o.seed = seed;
+  o.allocator = alloc;
   MethodResult r;
-  r.name = "swapadvisor";
+  r.name = fmt::format("swapadvisor ({})", to_string(alloc));
   try {
-    SearchResult s = search(pb.graph, pb.dataflow, pb.device, pb.op_us, pb.budget, o);
+    SearchResult s = search(pb, o);
     r.feasible = true;
     r.plan = std::move(s.plan);
   } catch (const Error& e) {  // no pool of its classes fits the budget
@@ -113,10 +124,18 @@ TEST(RuntimeStress, RandomGraphsKeepTheirDataWithinBudget) {
                               ", budget " + std::to_string(budget) + " B)";
     const Problem pb(g, device, budget);
     std::vector<MethodResult> plans;
-    plans.push_back(plan_with_swap_planner(pb));
-    for (const std::string& name : baseline_names())
-      plans.push_back(run_baseline(name, pb));
-    plans.push_back(plan_with_search(pb, go.seed));
+    for (Allocator alloc : {Allocator::kSizeClass, Allocator::kArena}) {
+      plans.push_back(plan_with_swap_planner(pb, alloc));
+      for (const std::string& name : baseline_names()) {
+        BaselinePlan b = plan_baseline(name, pb, alloc);
+        MethodResult m;
+        m.name = fmt::format("{} ({})", name, to_string(alloc));
+        m.feasible = b.feasible;
+        m.plan = std::move(b.plan);
+        plans.push_back(std::move(m));
+      }
+      plans.push_back(plan_with_search(pb, go.seed, alloc));
+    }
     for (const MethodResult& m : plans) {
       if (!m.feasible) continue;
       const VerifyResult v = verify_plan(g, m.plan);
@@ -127,7 +146,7 @@ TEST(RuntimeStress, RandomGraphsKeepTheirDataWithinBudget) {
         continue;
       }
       // Every plan but ideal's (unlimited memory) is within the problem's budget.
-      const int64_t limit = m.name == "ideal" ? m.plan.memory_budget : budget;
+      const int64_t limit = m.name.starts_with("ideal ") ? m.plan.memory_budget : budget;
       EXPECT_LE(m.plan.memory_budget, limit) << where << ", " << m.name;
       const RunResult r = run_plan(*backend, g, m.plan, pb.op_us, ro);
       ++runs[m.name];
@@ -142,12 +161,14 @@ TEST(RuntimeStress, RandomGraphsKeepTheirDataWithinBudget) {
   }
   int total = 0;
   for (const auto& [name, n] : runs) {
-    std::printf("RuntimeStress: %-13s %d runs\n", name.c_str(), n);
+    std::printf("RuntimeStress: %-26s %d runs\n", name.c_str(), n);
     total += n;
   }
   std::printf("RuntimeStress: %d runs with integrity ok and within budget\n", total);
-  EXPECT_GT(runs["swapadvisor"], 0);
-  EXPECT_GT(runs["odswap"], 0);
+  for (const char* alloc : {"size-class", "arena"}) {
+    EXPECT_GT((runs[fmt::format("swapadvisor ({})", alloc)]), 0) << alloc;
+    EXPECT_GT((runs[fmt::format("odswap ({})", alloc)]), 0) << alloc;
+  }
 }
 
 }  // namespace

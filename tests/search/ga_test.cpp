@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <numeric>
 
 #include "cost/op_cost.h"
 #include "graph/dataflow.h"
 #include "graph/stats.h"
 #include "plan/allocation.h"
+#include "plan/problem.h"
 #include "search/ga.h"
 #include "search_graphs.h"
 #include "test_util.h"
@@ -23,22 +25,24 @@ DeviceProfile link_1gbps() {
   return d;
 }
 
-struct Problem {
+// A graph at a fraction of its peak live bytes on the 1 GB/s link.
+struct Case {
   Graph g;
-  Dataflow df;
-  std::vector<double> op_us;
+  DeviceProfile device = link_1gbps();
   int64_t budget;
-  explicit Problem(Graph graph, double fraction)
-      : g(std::move(graph)), df(g), op_us(op_times_us(g, link_1gbps())) {
+  std::unique_ptr<Problem> pb;
+  Case(Graph graph, double fraction) : g(std::move(graph)) {
     budget = static_cast<int64_t>(fraction * peak_live_bytes(g));
+    pb = std::make_unique<Problem>(g, device, budget);
   }
-  SearchResult run(const SearchOptions& o) const {
-    return search(g, df, link_1gbps(), op_us, budget, o);
-  }
+  const Dataflow& df() const { return pb->dataflow; }
+  SearchResult run(const SearchOptions& o) const { return search(*pb, o); }
 };
 
-SearchOptions evals(int64_t n, int threads = 1, uint64_t seed = 1) {
+SearchOptions evals(int64_t n, int threads = 1, uint64_t seed = 1,
+                    Allocator allocator = Allocator::kSizeClass) {
   SearchOptions o;
+  o.allocator = allocator;
   o.population = 32;
   o.max_evaluations = n;
   o.threads = threads;
@@ -50,6 +54,9 @@ void expect_same_plan(const SearchResult& a, const SearchResult& b) {
   EXPECT_EQ(a.plan.order, b.plan.order);
   EXPECT_EQ(a.plan.pool.class_bytes, b.plan.pool.class_bytes);
   EXPECT_EQ(a.plan.pool.class_count, b.plan.pool.class_count);
+  ASSERT_EQ(a.plan.objects.size(), b.plan.objects.size());
+  for (size_t i = 0; i < a.plan.objects.size(); ++i)
+    EXPECT_EQ(a.plan.objects[i].offset, b.plan.objects[i].offset) << "object " << i;
   ASSERT_EQ(a.plan.steps.size(), b.plan.steps.size());
   for (size_t i = 0; i < a.plan.steps.size(); ++i) {
     EXPECT_EQ(a.plan.steps[i].kind, b.plan.steps[i].kind) << "step " << i;
@@ -61,31 +68,40 @@ void expect_same_plan(const SearchResult& a, const SearchResult& b) {
   EXPECT_EQ(a.history, b.history);
 }
 
-TEST(GeneticSearch, SameSeedSamePlanWhateverTheThreads) {
-  const Problem p(testing::random_training_graph(11, 30), 0.4);
-  const SearchResult a = p.run(evals(300, 1));
-  const SearchResult b = p.run(evals(300, 1));
-  const SearchResult c = p.run(evals(300, 2));
-  const SearchResult d = p.run(evals(300, 3));
+class GeneticSearchWith : public ::testing::TestWithParam<Allocator> {};
+INSTANTIATE_TEST_SUITE_P(Allocators, GeneticSearchWith,
+                         ::testing::Values(Allocator::kSizeClass, Allocator::kArena),
+                         [](const auto& info) {
+                           return info.param == Allocator::kArena ? "Arena" : "SizeClass";
+                         });
+
+TEST_P(GeneticSearchWith, SameSeedSamePlanWhateverTheThreads) {
+  const Case p(testing::random_training_graph(11, 30), 0.4);
+  const Allocator al = GetParam();
+  const SearchResult a = p.run(evals(300, 1, 1, al));
+  const SearchResult b = p.run(evals(300, 1, 1, al));
+  const SearchResult c = p.run(evals(300, 2, 1, al));
+  const SearchResult d = p.run(evals(300, 3, 1, al));
   EXPECT_EQ(a.evaluations, 300);
+  EXPECT_EQ(a.plan.allocator, al);
   expect_same_plan(a, b);
   expect_same_plan(a, c);
   expect_same_plan(a, d);
   // Another seed explores differently.
-  const SearchResult e = p.run(evals(300, 1, 2));
+  const SearchResult e = p.run(evals(300, 1, 2, al));
   EXPECT_NE(a.history, e.history);
 }
 
-TEST(GeneticSearch, NeverWorseThanTheSeedAndImprovesWhereItCan) {
+TEST_P(GeneticSearchWith, NeverWorseThanTheSeedAndImprovesWhereItCan) {
   for (uint64_t graph_seed : {3, 5}) {
-    const Problem p(testing::random_training_graph(graph_seed, 30), 0.4);
-    const SearchResult r = p.run(evals(600, 2));
+    const Case p(testing::random_training_graph(graph_seed, 30), 0.4);
+    const SearchResult r = p.run(evals(600, 2, 1, GetParam()));
     ASSERT_TRUE(r.sim.ok) << r.sim.error;
     EXPECT_EQ(r.plan.method, "swapadvisor");
     EXPECT_LE(r.sim.iteration_us, r.seed_us);
     EXPECT_LT(r.sim.iteration_us, 0.97 * r.seed_us) << "graph " << graph_seed;
-    EXPECT_LE(r.plan.pool.total_bytes(), p.budget);
-    EXPECT_TRUE(is_topological(p.df, r.plan.order));
+    EXPECT_LE(r.plan.arena_bytes(), p.budget);
+    EXPECT_TRUE(is_topological(p.df(), r.plan.order));
     // The history never gets worse and ends at the result.
     for (size_t i = 1; i < r.history.size(); ++i)
       EXPECT_LE(r.history[i], r.history[i - 1]);
@@ -95,7 +111,7 @@ TEST(GeneticSearch, NeverWorseThanTheSeedAndImprovesWhereItCan) {
 }
 
 TEST(GeneticSearch, TimeBudgetStopsTheSearch) {
-  const Problem p(testing::random_training_graph(4, 24), 0.5);
+  const Case p(testing::random_training_graph(4, 24), 0.5);
   SearchOptions o;
   o.population = 16;
   o.time_budget_s = 0.2;
@@ -105,11 +121,12 @@ TEST(GeneticSearch, TimeBudgetStopsTheSearch) {
   EXPECT_LE(r.sim.iteration_us, r.seed_us);
 }
 
-TEST(GeneticSearch, BudgetBelowTheMinimumPoolIsAnError) {
-  const Problem p(testing::random_training_graph(4, 6), 0.01);
-  EXPECT_THROW(p.run(evals(10)), Error);
+TEST_P(GeneticSearchWith, BudgetBelowTheMinimumIsAnError) {
+  const Case p(testing::random_training_graph(4, 6), 0.01);
+  EXPECT_THROW(p.run(evals(10, 1, 1, GetParam())), Error);
   SearchOptions none;
-  EXPECT_THROW(Problem(testing::random_training_graph(4, 6), 0.5).run(none), Error);
+  none.allocator = GetParam();
+  EXPECT_THROW(Case(testing::random_training_graph(4, 6), 0.5).run(none), Error);
 }
 
 }  // namespace

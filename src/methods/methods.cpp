@@ -1,0 +1,69 @@
+#include "methods/methods.h"
+
+#include <chrono>
+
+#include "baselines/baselines.h"
+#include "util/error.h"
+
+namespace sa {
+
+std::vector<std::string> method_names() {
+  std::vector<std::string> names = {"swapadvisor"};
+  for (const std::string& b : baseline_names())
+    names.push_back(b);
+  return names;
+}
+
+MethodResult run_method(const std::string& name, const Problem& problem,
+                        const MethodOptions& options) {
+  MethodResult r;
+  r.name = name;
+  if (name == "swapadvisor") {
+    SearchOptions so = options.search;
+    so.allocator = options.allocator;
+    SearchResult s = search(problem, so);
+    r.feasible = true;
+    r.plan = std::move(s.plan);
+    r.sim = std::move(s.sim);
+    r.planning_seconds = s.seconds;
+    r.evaluations = s.evaluations;
+    return r;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  BaselinePlan b = plan_baseline(name, problem, options.allocator);
+  if (!b.feasible) {
+    r.why = std::move(b.why);
+    return r;
+  }
+  r.feasible = true;
+  r.plan = std::move(b.plan);
+  r.plan.method = name;
+  Simulator sim;
+  r.sim = sim.run(problem.graph, r.plan, problem.op_us, problem.device, {.record_timeline = true});
+  SA_CHECK(r.sim.ok, "{} plan does not simulate: {}", name, r.sim.error);
+  r.evaluations = 1;
+  r.planning_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+nlohmann::json method_result_json(const MethodResult& r) {
+  nlohmann::json j = {{"name", r.name}, {"feasible", r.feasible}};
+  if (!r.feasible) {
+    j["why"] = r.why;
+    return j;
+  }
+  j["iteration_us"] = r.sim.iteration_us;
+  j["stall_us"] = r.sim.stall_us;
+  j["swap_in_bytes"] = r.sim.swap_in_bytes;
+  j["swap_out_bytes"] = r.sim.swap_out_bytes;
+  j["peak_device_bytes"] = r.sim.peak_device_bytes;
+  j["allocator"] = std::string(to_string(r.plan.allocator));
+  j["arena_bytes"] = r.plan.arena_bytes();
+  j["pool_bytes"] = r.plan.arena_bytes();  // the name before planned offsets (kept for scripts)
+  j["planning_seconds"] = r.planning_seconds;
+  j["evaluations"] = r.evaluations;
+  return j;
+}
+
+}  // namespace sa

@@ -1,0 +1,55 @@
+#pragma once
+// A method: a way to plan one problem, by name. "swapadvisor" is the search
+// (search/ga.h); the others are the baselines (baselines/baselines.h). Every
+// method yields the same Plan type and is timed by the same simulator, so
+// compare, report and the bench scripts run them all the same way:
+//
+//   sa::Problem pb(g, device, budget);
+//   for (const std::string& name : sa::method_names()) {
+//     sa::MethodResult r = sa::run_method(name, pb, options);
+//     if (r.feasible) use(r.plan, r.sim);  // else r.why says why not
+//   }
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/plan.h"
+#include "plan/problem.h"
+#include "plan/simulator.h"
+#include "search/ga.h"
+
+namespace sa {
+
+struct MethodOptions {
+  Allocator allocator = kDefaultAllocator;  // for the search and the baselines alike
+  SearchOptions search;                      // for "swapadvisor"
+};
+
+struct MethodResult {
+  std::string name;
+  bool feasible = false;
+  std::string why;  // when infeasible
+  Plan plan;        // when feasible
+  SimResult sim;    // when feasible; with timeline
+  double planning_seconds = 0;
+  int64_t evaluations = 0;  // plans simulated (1 for the baselines)
+};
+
+// "swapadvisor", then the baselines: ideal, odswap, vdnn, swap-all, tflms.
+std::vector<std::string> method_names();
+
+// Plans and simulates (with a timeline) one method. Throws sa::Error for an
+// unknown name, or when the budget is too small for the search.
+MethodResult run_method(const std::string& name, const Problem& problem,
+                        const MethodOptions& options);
+
+// A method's result as JSON, the fields `compare --json` and the report
+// share: name, feasible, and either why (infeasible) or the simulated
+// iteration (iteration_us, stall_us, swap_in_bytes, swap_out_bytes,
+// peak_device_bytes, arena_bytes, allocator) with planning_seconds and
+// evaluations. Callers add their own fields (throughput, samples/s, main).
+nlohmann::json method_result_json(const MethodResult& r);
+
+}  // namespace sa

@@ -1,0 +1,195 @@
+#include "plan/copy_order.h"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <tuple>
+
+#include "util/error.h"
+
+namespace sa {
+namespace {
+
+// Note [Copy order]: the copy streams' orders, chosen while the plan (its
+// copies in release order) is simulated: on each stream, earliest deadline
+// first among the copies that can start, unless that one's key would pass
+// the deadline of another still to place.
+class DeadlinePicker final : public CopyPicker {
+ public:
+  // One copy stream's steps (in plan order) with their release keys and
+  // deadlines.
+  struct Lane {
+    std::vector<StepId> steps;
+    std::vector<int32_t> key, deadline;
+  };
+
+  // lanes[0]: the swap-ins, lanes[1]: the swap-outs; computes: the plan's
+  // compute steps in order.
+  DeadlinePicker(const Plan& p, Lane in, Lane out, std::vector<StepId> computes)
+      : p_(p), computes_(std::move(computes)), index_(p.num_steps(), -1) {
+    lanes_[0].init(std::move(in));
+    lanes_[1].init(std::move(out));
+    for (const State& l : lanes_)
+      for (size_t k = 0; k < l.steps.size(); ++k)
+        index_[l.steps[k]] = static_cast<int32_t>(k);
+  }
+
+  StepId pick(Stream st, const std::function<bool(StepId)>& done) override {
+    State& l = lanes_[st == Stream::kH2D ? 0 : 1];
+    // Copies enter the heap once the op at their key has run.
+    while (computes_done_ < computes_.size() && done(computes_[computes_done_]))
+      ++computes_done_;
+    while (l.next_released < l.steps.size() &&
+           l.key[l.next_released] < static_cast<int32_t>(computes_done_))
+      l.heap.push(static_cast<int32_t>(l.next_released++));
+    while (l.placed[l.by_deadline[l.next_urgent]])
+      ++l.next_urgent;
+    const int32_t urgent = l.by_deadline[l.next_urgent];
+    auto can_start = [&](int32_t k) {
+      for (StepId w : p_.waits_of(l.steps[k]))
+        if (!done(w)) return false;
+      return true;
+    };
+    int32_t chosen = -1;
+    stash_.clear();
+    while (!l.heap.empty()) {
+      const int32_t k = l.heap.top();
+      l.heap.pop();
+      if (l.placed[k]) continue;
+      if (can_start(k)) {
+        chosen = k;
+        break;
+      }
+      stash_.push_back(k);
+    }
+    for (int32_t k : stash_)
+      l.heap.push(k);
+    if (chosen >= 0 && earliest_key(l, chosen) >= l.deadline[urgent]) {
+      l.heap.push(chosen);
+      chosen = can_start(urgent) ? urgent : -1;
+    }
+    if (chosen < 0) return -1;
+    l.placed[chosen] = 1;
+    l.sequence.push_back(chosen);
+    l.floor = std::max(l.floor, earliest_key(l, chosen));
+    SA_CHECK(l.floor < l.deadline[chosen], "copy step {} keyed at {}, after its first user at {}",
+             l.steps[chosen], l.floor, l.deadline[chosen]);
+    l.new_key[chosen] = l.floor;
+    return l.steps[chosen];
+  }
+
+  bool exhausted(Stream st) const override {
+    const State& l = lanes_[st == Stream::kH2D ? 0 : 1];
+    return l.sequence.size() == l.steps.size();
+  }
+
+  // Of lane i (0: swap-ins, 1: swap-outs): the picked order (indices into
+  // its steps), and of its k-th step, the plan step and its new key.
+  const std::vector<int32_t>& sequence(int i) const { return lanes_[i].sequence; }
+  StepId step(int i, int32_t k) const { return lanes_[i].steps[k]; }
+  int32_t key(int i, int32_t k) const { return lanes_[i].new_key[k]; }
+
+ private:
+  struct State : Lane {
+    void init(Lane lane) {
+      static_cast<Lane&>(*this) = std::move(lane);
+      new_key = key;
+      placed.assign(steps.size(), 0);
+      by_deadline.resize(steps.size());
+      for (size_t k = 0; k < steps.size(); ++k)
+        by_deadline[k] = static_cast<int32_t>(k);
+      std::sort(by_deadline.begin(), by_deadline.end(),
+                [&](int32_t a, int32_t b) { return urgency(a) < urgency(b); });
+      sequence.reserve(steps.size());
+      heap = Heap(Later{this});
+    }
+    std::tuple<int32_t, int32_t, int32_t> urgency(int32_t k) const {
+      return {deadline[k], key[k], k};
+    }
+    struct Later {
+      const State* self;
+      bool operator()(int32_t a, int32_t b) const { return self->urgency(a) > self->urgency(b); }
+    };
+    using Heap = std::priority_queue<int32_t, std::vector<int32_t>, Later>;
+
+    std::vector<int32_t> new_key, by_deadline, sequence;
+    std::vector<uint8_t> placed;
+    Heap heap{Later{nullptr}};
+    size_t next_released = 0, next_urgent = 0;
+    int32_t floor = -1;
+  };
+
+  // The smallest key copy k of lane l can take: its release key, and no
+  // earlier than the copies it waits for (a swap-in waits for the swap-out
+  // that frees its object), which have been placed.
+  int32_t earliest_key(const State& l, int32_t k) const {
+    int32_t at = l.key[k];
+    for (StepId w : p_.waits_of(l.steps[k]))
+      if (p_.steps[w].kind == StepKind::kSwapOut) at = std::max(at, lanes_[1].new_key[index_[w]]);
+    return at;
+  }
+
+  const Plan& p_;
+  std::vector<StepId> computes_;
+  std::vector<int32_t> index_;  // plan step -> its index in its lane
+  State lanes_[2];
+  std::vector<int32_t> stash_;
+  size_t computes_done_ = 0;
+};
+
+}  // namespace
+
+bool order_copies_by_deadline(const Graph& g, const Plan& p, std::span<const int32_t> key,
+                              std::span<const double> op_us, const DeviceProfile& d, Simulator& sim,
+                              CopyOrder* out) {
+  const int32_t m = g.num_ops();
+  DeadlinePicker::Lane lanes[2];
+  std::vector<int32_t> lane_of(p.num_steps(), -1), index(p.num_steps(), -1);
+  for (StepId s = 0; s < p.num_steps(); ++s) {
+    const StepKind kind = p.steps[s].kind;
+    if (kind != StepKind::kSwapIn && kind != StepKind::kSwapOut) continue;
+    DeadlinePicker::Lane& l = lanes[kind == StepKind::kSwapIn ? 0 : 1];
+    lane_of[s] = kind == StepKind::kSwapIn ? 0 : 1;
+    index[s] = static_cast<int32_t>(l.steps.size());
+    l.steps.push_back(s);
+    l.key.push_back(key[s]);
+    l.deadline.push_back(m);
+  }
+  if (lanes[0].steps.empty() && lanes[1].steps.empty()) return false;
+  // Deadlines: a copy's first user among the ops, and a swap-out is due
+  // before the swap-ins that wait for it are.
+  std::vector<StepId> computes;
+  for (StepId s = 0; s < p.num_steps(); ++s) {
+    const StepKind kind = p.steps[s].kind;
+    for (StepId w : p.waits_of(s)) {
+      if (lane_of[w] < 0) continue;
+      if (kind == StepKind::kCompute) {
+        int32_t& dl = lanes[lane_of[w]].deadline[index[w]];
+        dl = std::min(dl, static_cast<int32_t>(computes.size()));
+      } else if (kind != StepKind::kSwapIn || lane_of[w] != 1) {
+        return false;
+      }
+    }
+    if (kind == StepKind::kCompute) computes.push_back(s);
+  }
+  for (size_t k = 0; k < lanes[0].steps.size(); ++k)
+    for (StepId w : p.waits_of(lanes[0].steps[k]))
+      if (lane_of[w] == 1) {
+        int32_t& dl = lanes[1].deadline[index[w]];
+        dl = std::min(dl, lanes[0].deadline[k]);
+      }
+  DeadlinePicker picker(p, std::move(lanes[0]), std::move(lanes[1]), std::move(computes));
+  out->sim = sim.run(g, p, op_us, d, picker);
+  SA_CHECK(out->sim.ok, "the deadline order of the copies: {}", out->sim.error);
+  for (int i = 0; i < 2; ++i) {
+    out->steps[i].clear();
+    out->keys[i].clear();
+    for (int32_t chosen : picker.sequence(i)) {
+      out->steps[i].push_back(picker.step(i, chosen));
+      out->keys[i].push_back(picker.key(i, chosen));
+    }
+  }
+  return true;
+}
+
+}  // namespace sa

@@ -1,0 +1,86 @@
+#pragma once
+// Offsets in one arena for items with known lifetimes (dynamic storage
+// allocation): no two items alive at the same time may overlap in the arena,
+// and the highest end (the peak) should be as low as possible.
+//
+//   PackItem items[] = {{.bytes = 4, .life = {{0, 9}}}, {.bytes = 2, .life = {{0, 3}}},
+//                       {.bytes = 2, .life = {{5, 9}}}};
+//   Packer packer;
+//   std::vector<int64_t> offset;
+//   int64_t peak = packer.pack(items, &offset);  // 6: offsets 0, 4, 4
+//
+// Note [Packing]
+// --------------
+// Greedy by size with best fit, as XLA's GlobalDecreasingSizeBestFitHeap and
+// TFLite's arena planner do: items are placed largest first (ties: the longer
+// lifetime first, then the lower index); each goes into the smallest gap that
+// fits it among the items already placed that overlap it in time, the lowest
+// such gap on ties, or on top of them all when no gap fits.
+//
+//   address
+//     6 |        .....                    items placed so far that
+//     4 |  [ b ]      [ c ]   <- d goes   overlap d in time: a, b, c;
+//       |             here if it fits     gaps: [4, 6) between b and c's
+//     0 |[========== a ==========]        tops, and everything above 6
+//       +--------------------------------> time
+//
+// The lower bound is the largest sum of bytes alive at one time; on the
+// captured models' plans the packing is within a few percent of it
+// (docs/results.md, "Planned offsets"). A lifetime is one or two inclusive
+// intervals of time (two for a tensor that stays on the device across the
+// end of the iteration: from the start until its eviction, then from its
+// return until the end, at the same offset).
+//
+// Cost: placed items are indexed in coarse time buckets, so placing an item
+// looks only at the items placed in the buckets its lifetime spans.
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace sa {
+
+struct Interval {
+  int32_t begin = 0;  // inclusive
+  int32_t end = -1;   // inclusive; empty when end < begin
+  bool empty() const { return end < begin; }
+  bool overlaps(const Interval& o) const {
+    return !empty() && !o.empty() && begin <= o.end && o.begin <= end;
+  }
+};
+
+struct PackItem {
+  int64_t bytes = 0;
+  std::array<Interval, 2> life;  // the second may be empty
+  bool overlaps(const PackItem& o) const {
+    for (const Interval& a : life)
+      for (const Interval& b : o.life)
+        if (a.overlaps(b)) return true;
+    return false;
+  }
+};
+
+class Packer {
+ public:
+  // Fills (*offset)[i] for every item and returns the peak: the highest
+  // offset + bytes (0 without items). Items of 0 bytes get offset 0.
+  // REQUIRES: times >= 0; bytes >= 0.
+  int64_t pack(std::span<const PackItem> items, std::vector<int64_t>* offset);
+
+ private:
+  struct Range {
+    int64_t begin, end;
+  };
+  std::vector<int32_t> order_, stamp_;
+  std::vector<std::vector<int32_t>> buckets_;
+  std::vector<Range> ranges_;
+};
+
+// The largest sum of bytes alive at one time: no packing's peak is lower.
+int64_t max_live_bytes(std::span<const PackItem> items);
+
+// True when no two items alive at the same time overlap in the arena.
+bool packing_is_valid(std::span<const PackItem> items, std::span<const int64_t> offset);
+
+}  // namespace sa
