@@ -42,6 +42,11 @@ void PlanningArgs::add_options(CLI::App* app) {
                   "paper's pool)")
       ->check(CLI::IsMember({"arena", "size-class"}))
       ->capture_default_str();
+  app->add_option("--arena-layout", arena_layout,
+                  "with --allocator arena: placed (offsets chosen as the swaps are planned) or "
+                  "packed (bytes counted, offsets packed afterwards; Note [Arena planning])")
+      ->check(CLI::IsMember({"placed", "packed"}))
+      ->capture_default_str();
   app->add_flag("--quiet", quiet, "no progress line on stderr");
   app->add_flag("--json", json, "print one JSON object");
 }
@@ -98,6 +103,7 @@ MethodOptions method_options(const PlanningArgs& args) {
   o.seed = args.seed;
   o.progress = !args.quiet;
   o.planner.deadline_copy_order = args.copy_order == "deadline";
+  o.planner.layout = args.arena_layout == "packed" ? ArenaLayout::kPacked : ArenaLayout::kPlaced;
   o.allocator = m.allocator;
   return m;
 }

@@ -26,6 +26,7 @@ struct PlanningArgs {
   double compute_scale = 1;             // multiplies every op time
   std::string copy_order = "deadline";  // or "release" (PlannerOptions::deadline_copy_order)
   std::string allocator{to_string(kDefaultAllocator)};  // "arena" or "size-class"
+  std::string arena_layout = "placed";                  // or "packed" (ArenaLayout)
   bool quiet = false;
   bool json = false;
 

@@ -26,7 +26,7 @@ class DeadlinePicker final : public CopyPicker {
   // lanes[0]: the swap-ins, lanes[1]: the swap-outs; computes: the plan's
   // compute steps in order.
   DeadlinePicker(const Plan& p, Lane in, Lane out, std::vector<StepId> computes)
-      : p_(p), computes_(std::move(computes)), index_(p.num_steps(), -1) {
+      : p_(p), computes_(std::move(computes)), index_(p.num_steps(), -1), parked_(p.num_steps()) {
     lanes_[0].init(std::move(in));
     lanes_[1].init(std::move(out));
     for (const State& l : lanes_)
@@ -50,20 +50,21 @@ class DeadlinePicker final : public CopyPicker {
         if (!done(w)) return false;
       return true;
     };
+    // A copy that cannot start yet is parked on a step it waits for, and
+    // goes back into the heap when that step finishes.
+    const int lane = st == Stream::kH2D ? 0 : 1;
     int32_t chosen = -1;
-    stash_.clear();
     while (!l.heap.empty()) {
       const int32_t k = l.heap.top();
       l.heap.pop();
       if (l.placed[k]) continue;
-      if (can_start(k)) {
+      const StepId blocker = first_unfinished(l.steps[k], done);
+      if (blocker < 0) {
         chosen = k;
         break;
       }
-      stash_.push_back(k);
+      parked_[blocker].push_back({lane, k});
     }
-    for (int32_t k : stash_)
-      l.heap.push(k);
     if (chosen >= 0 && earliest_key(l, chosen) >= l.deadline[urgent]) {
       l.heap.push(chosen);
       chosen = can_start(urgent) ? urgent : -1;
@@ -76,6 +77,12 @@ class DeadlinePicker final : public CopyPicker {
              l.steps[chosen], l.floor, l.deadline[chosen]);
     l.new_key[chosen] = l.floor;
     return l.steps[chosen];
+  }
+
+  void finished(StepId s) override {
+    for (const auto& [lane, k] : parked_[s])
+      if (!lanes_[lane].placed[k]) lanes_[lane].heap.push(k);
+    parked_[s].clear();
   }
 
   bool exhausted(Stream st) const override {
@@ -119,6 +126,18 @@ class DeadlinePicker final : public CopyPicker {
     int32_t floor = -1;
   };
 
+  // A step on a stream that step s waits for (through a drop, which finishes
+  // with its waits) and that has not finished; -1 if s can start.
+  StepId first_unfinished(StepId s, const std::function<bool(StepId)>& done) const {
+    for (StepId w : p_.waits_of(s)) {
+      if (done(w)) continue;
+      if (p_.steps[w].kind != StepKind::kDrop) return w;
+      for (StepId d : p_.waits_of(w))
+        if (!done(d)) return d;
+    }
+    return -1;
+  }
+
   // The smallest key copy k of lane l can take: its release key, and no
   // earlier than the copies it waits for (a swap-in waits for the swap-out
   // that frees its object), which have been placed.
@@ -133,7 +152,7 @@ class DeadlinePicker final : public CopyPicker {
   std::vector<StepId> computes_;
   std::vector<int32_t> index_;  // plan step -> its index in its lane
   State lanes_[2];
-  std::vector<int32_t> stash_;
+  std::vector<std::vector<std::pair<int, int32_t>>> parked_;  // per step: (lane, copy) waiting
   size_t computes_done_ = 0;
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <set>
 #include <utility>
 
 namespace sa {
@@ -22,7 +24,102 @@ bool is_empty(const PackItem& it) {
 
 }  // namespace
 
-int64_t Packer::pack(std::span<const PackItem> items, std::vector<int64_t>* offset) {
+int64_t Packer::pack(std::span<const PackItem> items, std::vector<int64_t>* offset,
+                     PackPolicy policy) {
+  return policy == PackPolicy::kGreedyBySize ? greedy_by_size(items, offset)
+                                             : sweep_best_fit(items, offset);
+}
+
+int64_t Packer::sweep_best_fit(std::span<const PackItem> items, std::vector<int64_t>* offset) {
+  const int n = static_cast<int>(items.size());
+  offset->assign(n, 0);
+  // Events (time, kind, item): frees (kind 0, at end + 1) before
+  // allocations (kind 1) at the same time.
+  struct Event {
+    int64_t time;
+    int32_t kind;
+    int32_t item;
+    bool operator<(const Event& o) const {
+      return time != o.time ? time < o.time : kind != o.kind ? kind < o.kind : item < o.item;
+    }
+  };
+  std::vector<Event> events;
+  events.reserve(2 * n);
+  for (int i = 0; i < n; ++i) {
+    if (is_empty(items[i])) continue;
+    int64_t begin = INT64_MAX, end = -1;
+    for (const Interval& v : items[i].life)
+      if (!v.empty()) {
+        begin = std::min<int64_t>(begin, v.begin);
+        end = std::max<int64_t>(end, v.end);
+      }
+    events.push_back({begin, 1, i});
+    events.push_back({end + 1, 0, i});
+  }
+  std::sort(events.begin(), events.end());
+  std::map<int64_t, int64_t> gap_at;              // offset -> size of the free gaps below top
+  std::set<std::pair<int64_t, int64_t>> by_size;  // (size, offset)
+  int64_t top = 0, peak = 0;
+  auto add_gap = [&](int64_t at, int64_t size) {
+    // Merge with the neighbours; a gap that reaches the top lowers it.
+    auto next = gap_at.lower_bound(at);
+    if (next != gap_at.end() && next->first == at + size) {
+      size += next->second;
+      by_size.erase({next->second, next->first});
+      next = gap_at.erase(next);
+    }
+    if (next != gap_at.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == at) {
+        at = prev->first;
+        size += prev->second;
+        by_size.erase({prev->second, prev->first});
+        gap_at.erase(prev);
+      }
+    }
+    if (at + size == top) {
+      top = at;
+      return;
+    }
+    gap_at[at] = size;
+    by_size.insert({size, at});
+  };
+  for (const Event& e : events) {
+    const int64_t bytes = items[e.item].bytes;
+    if (e.kind == 0) {
+      add_gap((*offset)[e.item], bytes);
+      continue;
+    }
+    auto fit = by_size.lower_bound({bytes, INT64_MIN});
+    if (fit != by_size.end()) {
+      const auto [size, at] = *fit;
+      by_size.erase(fit);
+      gap_at.erase(at);
+      (*offset)[e.item] = at;
+      if (size > bytes) {
+        gap_at[at + bytes] = size - bytes;
+        by_size.insert({size - bytes, at + bytes});
+      }
+    } else {
+      // On top, lowered into a free gap that ends at the top, if any.
+      int64_t at = top;
+      if (!gap_at.empty()) {
+        auto last = std::prev(gap_at.end());
+        if (last->first + last->second == top) {
+          at = last->first;
+          by_size.erase({last->second, last->first});
+          gap_at.erase(last);
+        }
+      }
+      (*offset)[e.item] = at;
+      top = at + bytes;
+      peak = std::max(peak, top);
+    }
+  }
+  return peak;
+}
+
+int64_t Packer::greedy_by_size(std::span<const PackItem> items, std::vector<int64_t>* offset) {
   const int n = static_cast<int>(items.size());
   offset->assign(n, 0);
   int32_t horizon = 0;

@@ -61,14 +61,27 @@ struct PackItem {
   }
 };
 
+enum class PackPolicy : uint8_t {
+  kGreedyBySize,  // Note [Packing]
+  // Items in order of their start, each into the smallest free gap that
+  // fits (best fit), as an allocator that knows every lifetime would: fast
+  // (O(n log n)) and a little looser. An item with two intervals is held
+  // from the start of the first to the end of the second.
+  kSweepBestFit,
+};
+
 class Packer {
  public:
   // Fills (*offset)[i] for every item and returns the peak: the highest
   // offset + bytes (0 without items). Items of 0 bytes get offset 0.
   // REQUIRES: times >= 0; bytes >= 0.
-  int64_t pack(std::span<const PackItem> items, std::vector<int64_t>* offset);
+  int64_t pack(std::span<const PackItem> items, std::vector<int64_t>* offset,
+               PackPolicy policy = PackPolicy::kGreedyBySize);
 
  private:
+  int64_t greedy_by_size(std::span<const PackItem> items, std::vector<int64_t>* offset);
+  int64_t sweep_best_fit(std::span<const PackItem> items, std::vector<int64_t>* offset);
+
   struct Range {
     int64_t begin, end;
   };

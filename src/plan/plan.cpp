@@ -109,6 +109,15 @@ void Plan::clear() {
   initial_resident.clear();
 }
 
+void offsets_from_classes(Plan* p) {
+  p->allocator = Allocator::kArena;
+  for (Block& b : p->objects)
+    b.cls = -1;
+  p->pool = Pool();
+  p->tensor_class.clear();
+  p->workspace_class.clear();
+}
+
 PlanTraffic plan_traffic(const Graph& g, const Plan& p) {
   PlanTraffic t;
   for (const Step& s : p.steps) {

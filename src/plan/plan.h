@@ -165,6 +165,10 @@ struct Plan {
   void clear();  // empties everything, keeping capacity (for reuse in search)
 };
 
+// Turns a size-class plan into an arena plan with the same objects at the
+// same offsets (the pool's layout is one way to plan offsets): no classes.
+void offsets_from_classes(Plan* p);
+
 // Number of objects a compute step of op uses: its accesses plus one for a
 // workspace.
 inline int num_access_slots(const Op& op) {

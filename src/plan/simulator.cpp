@@ -137,6 +137,7 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
     for (int st = 0; st < kNumStreams; ++st) {
       if (active[st] < 0 || t_end[st] != t) continue;
       finish_[active[st]] = now;
+      if (picker) picker->finished(active[st]);
       if (st == 0) last_compute_end = now;
       active[st] = -1;
     }

@@ -68,6 +68,7 @@ class CopyPicker {
   // start now, or -1 to leave the stream idle until the next step ends.
   virtual StepId pick(Stream st, const std::function<bool(StepId)>& done) = 0;
   virtual bool exhausted(Stream st) const = 0;  // every step of st has been picked
+  virtual void finished(StepId s) {}            // step s (on a stream) has just finished
 };
 
 class Simulator {

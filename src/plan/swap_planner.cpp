@@ -55,10 +55,25 @@ int32_t when(int32_t key, StepKind k) {
 // Arena: one stay of an item on the device (Note [Arena planning]).
 struct Tenancy {
   ItemId item;
-  int32_t begin;  // when(), from its first step
-  int32_t end;    // when() of its release; INT32_MAX while resident
-  StepId first;   // its swap-in or creating compute step; -1 for the initial residents
-  int32_t unit;   // the packed item it belongs to
+  int32_t begin;   // when(), from its first step
+  int32_t end;     // when() of its release; INT32_MAX while resident
+  StepId first;    // its swap-in or creating compute step; -1 for the initial residents
+  int32_t unit;    // the packed item it belongs to
+  int64_t offset;  // placed mode: where it is in the arena
+};
+
+// How the walk finds memory (Note [Swap planning], Note [Arena planning]).
+enum class Mode : uint8_t {
+  kPool,    // objects of the size classes
+  kBytes,   // a byte count; offsets packed afterwards
+  kPlaced,  // arena ranges, placed as the walk goes
+};
+
+// Placed mode: no window of the arena could take item x before position i
+// (the residents op i needs cut the free space into pieces too small).
+struct NoRoom {
+  ItemId item;
+  int position;
 };
 
 }  // namespace
@@ -76,8 +91,12 @@ class SwapPlanner::Pass {
                const Directives* directives, bool check_counts, std::string* why);
   // The same for the arena: one class; false with *why when some op touches
   // more bytes than capacity.
-  bool prepare_arena(std::span<const OpId> order, int64_t capacity, const PlannerOptions& opt,
-                     const Directives* directives, std::string* why);
+  bool prepare_arena(std::span<const OpId> order, int64_t capacity, bool placed,
+                     const PlannerOptions& opt, const Directives* directives, std::string* why);
+  // Placed mode: one object per distinct arena range; returns the peak.
+  int64_t objects_from_placements();
+  // Arena: swap-ins keyed at their latest wait.
+  void tighten_swap_in_keys();
   // Runs the passes of Note [Swap planning] with cnt objects per class (the
   // arena: with capacity_ bytes) and returns the initial resident set of the
   // pass whose steps are kept.
@@ -94,6 +113,8 @@ class SwapPlanner::Pass {
   const Graph& graph() const { return g_; }
   const SizeTable& sizes() const { return sizes_; }
   void set_capacity(int64_t c) { capacity_ = c; }
+  int64_t item_bytes(int32_t x) const { return bytes_[x]; }
+  std::span<const PackItem> pack_items() const { return pack_items_; }
   int64_t max_op_bytes() const {
     return m_ > 0 ? *std::max_element(op_bytes_.begin(), op_bytes_.end()) : 0;
   }
@@ -150,7 +171,9 @@ class SwapPlanner::Pass {
   std::span<const OpId> order_;
   PlannerOptions opt_;
   const Directives* dir_ = nullptr;
-  bool arena_ = false;
+  Mode mode_ = Mode::kPool;
+  bool arena() const { return mode_ != Mode::kPool; }
+  bool placed() const { return mode_ == Mode::kPlaced; }
   int64_t capacity_ = 0;
   int nc_ = 0;
   std::vector<double> prefix_;  // prefix_[i]: op time before position i
@@ -164,6 +187,7 @@ class SwapPlanner::Pass {
   std::vector<ObjectId> obj_of_;
   std::vector<uint8_t> dirty_;
   std::vector<int32_t> cursor_, last_pos_, pinned_;
+  std::vector<int32_t> handled_;  // the position whose place_op() last handled the item
   std::vector<StepId> last_step_, arrival_;
   std::vector<StepId> host_write_;  // the item's last eviction (swap-out or drop)
   std::vector<int32_t> host_key_;   // and its key position
@@ -200,6 +224,30 @@ class SwapPlanner::Pass {
   std::vector<PackItem> pack_items_;
   std::vector<ResidentTensor> resident_in_arena_;  // the last run's resident set, as tenancies
   Packer packer_;
+
+  // Placed mode: the arena as ranges, each held by a tenancy or free (then
+  // with its last tenant's release: position and steps), keyed by start.
+  struct Range {
+    int64_t end;
+    ObjectId tenancy;  // -1: free
+    int32_t key;       // free: released at this position (-1: never used)
+    StepId rel_compute, rel_copy;
+  };
+  std::map<int64_t, Range> ranges_;
+  // The maximal runs of free ranges, by start (-> end) and by (size, start).
+  std::map<int64_t, int64_t> runs_;
+  std::set<std::pair<int64_t, int64_t>> runs_by_size_;
+  void run_add(int64_t at, int64_t end);
+  void run_remove(int64_t at, int64_t end);
+  // The release steps of the memory the last acquisition took: its swap-in
+  // waits for all of them, a creating compute step for the copies.
+  std::vector<StepId> taken_compute_, taken_copy_;
+  std::vector<int64_t> start_offset_;  // per tensor: its offset as an initial resident
+  void split_range(int64_t at);
+  ObjectId take_range(ItemId x, int64_t at);
+  ObjectId place(ItemId x, int i, bool swap_in);
+  void clear_range(int64_t at, int64_t bytes);
+  bool eligible_victim(ItemId v, ItemId x, int i, bool swap_in) const;
 };
 
 SwapPlanner::Pass::Pass(const Graph& g, const SizeTable& sizes, std::span<const double> op_us,
@@ -268,7 +316,7 @@ void SwapPlanner::Pass::bind_ops(std::span<const OpId> order, const PlannerOptio
 bool SwapPlanner::Pass::prepare(std::span<const OpId> order, const Allocation& a,
                                 const PlannerOptions& opt, const Directives* directives,
                                 bool check_counts, std::string* why) {
-  arena_ = false;
+  mode_ = Mode::kPool;
   nc_ = a.num_classes();
   class_bytes_ = sa::class_bytes(sizes_, a.cls);
   class_.assign(num_items_, -1);
@@ -291,10 +339,10 @@ bool SwapPlanner::Pass::prepare(std::span<const OpId> order, const Allocation& a
   return true;
 }
 
-bool SwapPlanner::Pass::prepare_arena(std::span<const OpId> order, int64_t capacity,
+bool SwapPlanner::Pass::prepare_arena(std::span<const OpId> order, int64_t capacity, bool placed,
                                       const PlannerOptions& opt, const Directives* directives,
                                       std::string* why) {
-  arena_ = true;
+  mode_ = placed ? Mode::kPlaced : Mode::kBytes;
   capacity_ = capacity;
   nc_ = 1;  // one list of residents: every item is a candidate victim for every other
   class_.assign(num_items_, 0);
@@ -347,16 +395,26 @@ void SwapPlanner::Pass::release(ObjectId obj, StepId compute, StepId copy, int32
   rel_compute_[obj] = compute;
   rel_copy_[obj] = copy;
   rel_pos_[obj] = pos;
-  if (arena_) {
+  if (arena()) {
     Tenancy& t = tenancies_[obj];
     t.end = when(pos, StepKind::kDrop);
-    free_bytes(pos, bytes_[t.item]);
+    if (placed()) {
+      if (bytes_[t.item] > 0) {
+        auto it = ranges_.find(t.offset);
+        SA_CHECK(it != ranges_.end() && it->second.tenancy == obj,
+                 "tenancy {} of item {} not found at offset {}", obj, t.item, t.offset);
+        it->second = {it->second.end, -1, pos, compute, copy};
+        run_add(it->first, it->second.end);
+      }
+    } else {
+      free_bytes(pos, bytes_[t.item]);
+    }
   }
   tenant_[obj] = -1;
 }
 
 void SwapPlanner::Pass::ring_push(ClassId c, ObjectId obj) {
-  if (arena_) return;  // release() freed the bytes
+  if (arena()) return;  // release() freed the bytes
   const int32_t cap = class_first_[c + 1] - class_first_[c];
   ring_[class_first_[c] + (ring_head_[c] + ring_size_[c]) % cap] = obj;
   ++ring_size_[c];
@@ -400,7 +458,7 @@ int32_t SwapPlanner::Pass::take_bytes(int64_t bytes, bool earliest) {
 // Arena: a new tenancy of x, whose memory is free from free_key on.
 ObjectId SwapPlanner::Pass::open_tenancy(ItemId x, int32_t free_key) {
   const ObjectId t = static_cast<ObjectId>(tenancies_.size());
-  tenancies_.push_back({x, 0, INT32_MAX, -1, t});
+  tenancies_.push_back({x, 0, INT32_MAX, -1, t, 0});
   tenant_.push_back(-1);
   rel_compute_.push_back(-1);
   rel_copy_.push_back(-1);
@@ -431,7 +489,13 @@ StepId SwapPlanner::Pass::swap_in(ItemId x, ObjectId obj, int32_t key_pos, StepI
   const int32_t key = std::max({rel_pos_[obj], host_key_[x], key_pos});
   const StepId step = add_step(StepKind::kSwapIn, x, obj, key,
                                {rel_compute_[obj], rel_copy_[obj], host_write_[x], after});
-  if (arena_) {
+  if (placed()) {  // and for the releases of the memory it took
+    for (const auto* taken : {&taken_compute_, &taken_copy_})
+      for (StepId w : *taken)
+        waits_.push_back(w);
+    steps_.back().wait_end = static_cast<int32_t>(waits_.size());
+  }
+  if (arena()) {
     tenancies_[obj].begin = when(key, StepKind::kSwapIn);
     tenancies_[obj].first = step;
   }
@@ -458,10 +522,7 @@ ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) const {
     if (best_eligible >= 0 &&
         (key < best_eligible_key || (key == best_eligible_key && v < best_eligible)))
       continue;
-    const double need = (swap_in ? bytes_[x] / device_.h2d_bytes_per_us() : 0.0) +
-                        (needs_copy(v) ? bytes_[v] / device_.d2h_bytes_per_us() : 0.0);
-    const double elapsed = prefix_[i] - prefix_[last_pos_[v] + 1];
-    if (elapsed >= opt_.eviction_threshold * need) {
+    if (eligible_victim(v, x, i, swap_in)) {
       best_eligible = v;
       best_eligible_key = key;
     }
@@ -469,11 +530,269 @@ ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) const {
   return best_eligible >= 0 ? best_eligible : best;
 }
 
+// Whether v's last use is long enough ago, in op time before position i,
+// for the copies its eviction for x needs (the paper's eviction threshold).
+bool SwapPlanner::Pass::eligible_victim(ItemId v, ItemId x, int i, bool swap_in) const {
+  const double need = (swap_in ? bytes_[x] / device_.h2d_bytes_per_us() : 0.0) +
+                      (needs_copy(v) ? bytes_[v] / device_.d2h_bytes_per_us() : 0.0);
+  const double elapsed = prefix_[i] - prefix_[last_pos_[v] + 1];
+  return elapsed >= opt_.eviction_threshold * need;
+}
+
+// Placed mode: splits the range that holds address `at` there (a free one:
+// both parts keep its release).
+void SwapPlanner::Pass::split_range(int64_t at) {
+  auto it = ranges_.upper_bound(at);
+  if (it == ranges_.begin()) return;
+  --it;
+  if (it->first == at || it->second.end <= at) return;
+  SA_CHECK(it->second.tenancy < 0, "splitting held range [{}, {}) at {}", it->first, it->second.end,
+           at);
+  Range right = it->second;
+  it->second.end = at;
+  ranges_.emplace_hint(std::next(it), at, right);
+}
+
+// Placed mode: a new tenancy of x at [at, at + bytes), which must be free;
+// taken_* get the releases of the ranges it covers.
+ObjectId SwapPlanner::Pass::take_range(ItemId x, int64_t at) {
+  const int64_t bytes = bytes_[x];
+  taken_compute_.clear();
+  taken_copy_.clear();
+  int32_t key = -1;
+  if (bytes > 0) {
+    split_range(at);
+    split_range(at + bytes);
+    auto it = ranges_.find(at);
+    while (it != ranges_.end() && it->first < at + bytes) {
+      const Range& r = it->second;
+      SA_CHECK(r.tenancy < 0, "item {} placed at [{}, {}) over tenancy {}", x, at, at + bytes,
+               r.tenancy);
+      key = std::max(key, r.key);
+      if (r.rel_compute >= 0) taken_compute_.push_back(r.rel_compute);
+      if (r.rel_copy >= 0) taken_copy_.push_back(r.rel_copy);
+      it = ranges_.erase(it);
+    }
+  }
+  const ObjectId t = open_tenancy(x, key);
+  tenancies_[t].offset = at;
+  if (bytes > 0) {
+    ranges_.emplace(at, Range{at + bytes, t, -1, -1, -1});
+    run_remove(at, at + bytes);
+  }
+  return t;
+}
+
+// Placed mode: [at, end) has become free; it joins the runs around it.
+void SwapPlanner::Pass::run_add(int64_t at, int64_t end) {
+  auto next = runs_.lower_bound(at);
+  if (next != runs_.end() && next->first == end) {
+    end = next->second;
+    runs_by_size_.erase({next->second - next->first, next->first});
+    next = runs_.erase(next);
+  }
+  if (next != runs_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->second == at) {
+      at = prev->first;
+      runs_by_size_.erase({prev->second - prev->first, prev->first});
+      runs_.erase(prev);
+    }
+  }
+  runs_.emplace(at, end);
+  runs_by_size_.insert({end - at, at});
+}
+
+// Placed mode: [at, end), inside one free run, is taken.
+void SwapPlanner::Pass::run_remove(int64_t at, int64_t end) {
+  auto it = runs_.upper_bound(at);
+  SA_CHECK(it != runs_.begin(), "no free run holds [{}, {})", at, end);
+  --it;
+  const int64_t run_at = it->first, run_end = it->second;
+  SA_CHECK(run_at <= at && end <= run_end, "[{}, {}) is not inside free run [{}, {})", at, end,
+           run_at, run_end);
+  runs_by_size_.erase({run_end - run_at, run_at});
+  runs_.erase(it);
+  if (run_at < at) {
+    runs_.emplace(run_at, at);
+    runs_by_size_.insert({at - run_at, run_at});
+  }
+  if (end < run_end) {
+    runs_.emplace(end, run_end);
+    runs_by_size_.insert({run_end - end, end});
+  }
+}
+
+// Placed mode: evicts every resident that holds part of [at, at + bytes).
+void SwapPlanner::Pass::clear_range(int64_t at, int64_t bytes) {
+  std::vector<ItemId> victims;
+  auto it = ranges_.upper_bound(at);
+  if (it != ranges_.begin()) --it;
+  for (; it != ranges_.end() && it->first < at + bytes; ++it)
+    if (it->second.tenancy >= 0 && it->second.end > at)
+      victims.push_back(tenancies_[it->second.tenancy].item);
+  for (ItemId v : victims)
+    evict(v);
+}
+
+// Placed mode: memory for x, needed before position i. The free run that
+// fits it best (the smallest; the lowest on ties); else a window of the
+// arena whose residents may all go, chosen as Belady would choose a victim:
+// windows around the residents whose next use is furthest (kCandidates of
+// them, preferring those whose last use leaves time for their copies), each
+// grown over its neighbours (free ones first, then the one used last) until
+// it holds x; the window whose earliest next use is furthest wins (among
+// those whose victims all leave time for their copies, when there are any),
+// then the one that evicts the fewest bytes.
+ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
+  constexpr int kCandidates = 6;
+  const int64_t need = bytes_[x];
+  if (need == 0) return take_range(x, 0);
+  if (auto fit = runs_by_size_.lower_bound({need, INT64_MIN}); fit != runs_by_size_.end())
+    return take_range(x, fit->second);
+
+  auto movable = [&](ItemId v) {
+    return listed_at_[v] >= 0 && pinned_[v] != i &&
+           !(dir_ && !dir_->never_evict.empty() && dir_->never_evict[v]);
+  };
+  struct Score {
+    bool eligible = true;
+    int64_t next_use = INT64_MAX;
+    int64_t evicted = 0;
+    bool operator<(const Score& o) const {  // better
+      if (eligible != o.eligible) return eligible;
+      if (next_use != o.next_use) return next_use > o.next_use;
+      return evicted < o.evicted;
+    }
+  };
+  // The candidates: the best residents by (eligible, next use), and the
+  // best of those about x's size (one of them alone makes room for x).
+  std::pair<Score, ItemId> top[2 * kCandidates];
+  int num_top = 0, num_sized = 0;
+  std::pair<Score, ItemId>* sized = top + kCandidates;
+  auto keep_best = [](std::pair<Score, ItemId>* list, int* n, const Score& sc, ItemId v) {
+    if (*n == kCandidates && !(sc < list[*n - 1].first)) return;
+    int k = *n < kCandidates ? (*n)++ : *n - 1;
+    for (; k > 0 && sc < list[k - 1].first; --k)
+      list[k] = list[k - 1];
+    list[k] = {sc, v};
+  };
+  for (ItemId v : residents_[0]) {
+    if (!movable(v) || bytes_[v] == 0) continue;
+    const Score sc{eligible_victim(v, x, i, swap_in), victim_key(v), 0};
+    keep_best(top, &num_top, sc, v);
+    if (bytes_[v] >= need && bytes_[v] <= 2 * need) keep_best(sized, &num_sized, sc, v);
+  }
+  for (int k = 0; k < num_sized; ++k)
+    top[num_top++] = sized[k];
+  int64_t best_at = -1;
+  Score best;
+  std::vector<ItemId> best_victims, victims;
+  for (int c = 0; c < num_top; ++c) {
+    const ItemId v0 = top[c].second;
+    auto lo = ranges_.find(tenancies_[obj_of_[v0]].offset);
+    auto hi = std::next(lo);  // the window is [lo, hi)
+    Score sc = top[c].first;
+    sc.evicted = bytes_[v0];
+    victims.assign(1, v0);
+    int64_t covered = lo->second.end - lo->first;
+    bool ok = true;
+    while (ok && covered < need) {
+      // A neighbour's worth: free beats any resident; else the later next use.
+      auto worth = [&](const Range& r, Score* s) {
+        if (r.tenancy < 0) return 2;
+        const ItemId v = tenancies_[r.tenancy].item;
+        if (!movable(v)) return 0;
+        *s = {eligible_victim(v, x, i, swap_in), victim_key(v), bytes_[v]};
+        return 1;
+      };
+      Score sl, sr;
+      const int wl = lo != ranges_.begin() ? worth(std::prev(lo)->second, &sl) : 0;
+      const int wr = hi != ranges_.end() ? worth(hi->second, &sr) : 0;
+      const bool left = wl > wr || (wl == wr && wl == 1 && sl < sr);
+      if (std::max(wl, wr) == 0) {
+        ok = false;
+      } else if (left) {
+        --lo;
+        covered += lo->second.end - lo->first;
+        if (wl == 1) {
+          sc = {sc.eligible && sl.eligible, std::min(sc.next_use, sl.next_use),
+                sc.evicted + sl.evicted};
+          victims.push_back(tenancies_[lo->second.tenancy].item);
+        }
+      } else {
+        covered += hi->second.end - hi->first;
+        if (wr == 1) {
+          sc = {sc.eligible && sr.eligible, std::min(sc.next_use, sr.next_use),
+                sc.evicted + sr.evicted};
+          victims.push_back(tenancies_[hi->second.tenancy].item);
+        }
+        ++hi;
+      }
+    }
+    if (!ok) continue;
+    if (best_at < 0 || sc < best) {
+      best = sc;
+      best_at = lo->first;
+      best_victims = victims;
+    }
+  }
+  if (best_at < 0) {
+    // No window around a good victim: every window of the arena, and the
+    // op's own inputs not handled yet may go too (they come back before it
+    // runs), scored as needed now.
+    std::vector<std::pair<int64_t, int64_t>> span;  // (at, end) per range
+    std::vector<ItemId> who;                        // -1 free, -2 wall, else the victim
+    for (const auto& [at, r] : ranges_) {
+      ItemId v = -1;
+      if (r.tenancy >= 0) {
+        v = tenancies_[r.tenancy].item;
+        const bool pending = pinned_[v] == i && handled_[v] != i;
+        if (!(movable(v) || (pending && listed_at_[v] >= 0))) v = -2;
+      }
+      span.push_back({at, r.end});
+      who.push_back(v);
+    }
+    const int np = static_cast<int>(span.size());
+    for (int a = 0; a < np; ++a) {
+      if (who[a] == -2) continue;
+      Score sc;
+      victims.clear();
+      int64_t covered = 0;
+      for (int b = a; b < np && covered < need && who[b] != -2; ++b) {
+        if (who[b] >= 0) {
+          const ItemId v = who[b];
+          sc = {sc.eligible && eligible_victim(v, x, i, swap_in),
+                std::min(sc.next_use, pinned_[v] == i ? int64_t{i} : victim_key(v)),
+                sc.evicted + bytes_[v]};
+          victims.push_back(v);
+        }
+        covered += span[b].second - span[b].first;
+      }
+      if (covered < need) continue;
+      if (best_at < 0 || sc < best) {
+        best = sc;
+        best_at = span[a].first;
+        best_victims = victims;
+      }
+    }
+  }
+  if (best_at < 0) return kNoObject;
+  for (ItemId v : best_victims)
+    evict(v);
+  return take_range(x, best_at);
+}
+
 // An object for x, needed before position i: in the pool, of x's class (a
-// free one, else a victim's); in the arena, a new tenancy over free bytes
-// (victims evicted until there are enough).
+// free one, else a victim's); in the arena, a new tenancy: placed (place()),
+// or over free bytes (victims evicted until there are enough).
 ObjectId SwapPlanner::Pass::acquire(ItemId x, int i, bool swap_in) {
-  if (arena_) {
+  if (placed()) {
+    const ObjectId t = place(x, i, swap_in);
+    if (t == kNoObject) throw NoRoom{x, i};
+    return t;
+  }
+  if (arena()) {
     while (free_total_ < bytes_[x]) {
       const ItemId v = pick_victim(x, i, swap_in);
       if (v < 0) return kNoObject;
@@ -507,6 +826,7 @@ void SwapPlanner::Pass::place_op(int i) {
   created_.clear();
   int slot = access_begin_[o];
   auto place = [&](ItemId x, Access access) {
+    handled_[x] = i;
     if (access == Access::kCreate) {
       const ObjectId obj = acquire(x, i, false);
       SA_CHECK(obj != kNoObject, "no object for item {} of op {}", x, o);
@@ -514,7 +834,8 @@ void SwapPlanner::Pass::place_op(int i) {
       tenant_[obj] = x;
       if (x < n_) list_resident(x);  // a workspace is never a victim
       if (rel_copy_[obj] >= 0) scratch_.push_back(rel_copy_[obj]);
-      if (arena_) created_.push_back(obj);
+      if (placed()) scratch_.insert(scratch_.end(), taken_copy_.begin(), taken_copy_.end());
+      if (arena()) created_.push_back(obj);
     } else if (obj_of_[x] == kNoObject) {
       const ObjectId obj = acquire(x, i, true);
       SA_CHECK(obj != kNoObject, "no object to bring tensor {} back for op {}", x, o);
@@ -563,6 +884,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
   cursor_.assign(items, 0);
   last_pos_.assign(items, -1);
   pinned_.assign(items, -1);
+  handled_.assign(items, -1);
   last_step_.assign(items, -1);
   arrival_.assign(items, -1);
   host_write_.assign(items, -1);
@@ -579,7 +901,12 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
 
   // In the arena, the residents' objects are this pass's first tenancies.
   std::vector<ResidentTensor> resident = resident_in;
-  if (arena_) {
+  if (placed()) {  // the residents' offsets, from the tenancies of the pass before
+    start_offset_.resize(n_);
+    for (const ResidentTensor& r : resident)
+      start_offset_[r.tensor] = tenancies_[r.object].offset;
+  }
+  if (arena()) {
     tenancies_.clear();
     tenant_.clear();
     rel_compute_.clear();
@@ -589,13 +916,24 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
     free_keys_.clear();
     free_total_ = 0;
     int64_t held = 0;
+    ranges_.clear();
+    runs_.clear();
+    runs_by_size_.clear();
+    if (placed()) {
+      ranges_[0] = {capacity_, -1, -1, -1, -1};
+      run_add(0, capacity_);
+    }
     for (ResidentTensor& r : resident) {
-      r.object = open_tenancy(r.tensor, -1);
+      if (placed()) {
+        r.object = take_range(r.tensor, start_offset_[r.tensor]);
+      } else {
+        r.object = open_tenancy(r.tensor, -1);
+      }
       held += bytes_[r.tensor];
     }
     SA_CHECK(held <= capacity_, "resident set of {} bytes over the capacity of {}", held,
              capacity_);
-    free_bytes(-1, capacity_ - held);
+    if (!placed()) free_bytes(-1, capacity_ - held);
   } else {
     tenant_.assign(num_objects_, -1);
     rel_compute_.assign(num_objects_, -1);
@@ -612,7 +950,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
     dirty_[r.tensor] = updated_[r.tensor];
     list_resident(r.tensor);
   }
-  if (!arena_)
+  if (!arena())
     for (ClassId c = 0; c < nc_; ++c) {
       for (ObjectId obj = class_first_[c]; obj < class_first_[c + 1]; ++obj)
         if (tenant_[obj] < 0) ring_push(c, obj);
@@ -661,7 +999,15 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
     std::vector<ResidentTensor> misplaced;
     for (const ResidentTensor& r : resident)
       if (obj_of_[r.tensor] != r.object) misplaced.push_back(r);
-    if (arena_) {
+    if (placed()) {
+      // Each goes back to its own offset: whatever holds it leaves first.
+      for (const ResidentTensor& r : misplaced)
+        if (obj_of_[r.tensor] != kNoObject) evict(r.tensor);
+      for (const ResidentTensor& r : misplaced)
+        clear_range(start_offset_[r.tensor], bytes_[r.tensor]);
+      for (const ResidentTensor& r : misplaced)
+        swap_in(r.tensor, take_range(r.tensor, start_offset_[r.tensor]), -1, -1);
+    } else if (arena()) {
       // Others leave first, so that the bytes are there.
       std::vector<uint8_t> wanted(items, 0);
       for (const ResidentTensor& r : resident)
@@ -686,10 +1032,10 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
     }
     consistent = true;
   }
-  std::vector<uint8_t> keep(arena_ ? tenancies_.size() : num_objects_, 0);
+  std::vector<uint8_t> keep(arena() ? tenancies_.size() : num_objects_, 0);
   for (const ResidentTensor& r : resident) {
     const ObjectId obj = obj_of_[r.tensor];
-    if (obj == r.object || (arena_ && fix_up && obj != kNoObject)) keep[obj] = 1;
+    if (obj == r.object || (arena() && fix_up && obj != kNoObject)) keep[obj] = 1;
   }
   for (TensorId x = 0; x < n_; ++x) {
     const ObjectId obj = obj_of_[x];
@@ -699,14 +1045,14 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
     if (keep[obj]) continue;
     const StepId step = add_step(dirty_[x] ? StepKind::kSwapOut : StepKind::kDrop, x, obj,
                                  last_pos_[x], {last_step_[x]});
-    if (arena_) release(obj, last_step_[x], step, last_pos_[x]);
+    if (arena()) release(obj, last_step_[x], step, last_pos_[x]);
   }
-  if (arena_) resident_in_arena_ = resident;
+  if (arena()) resident_in_arena_ = resident;
   return consistent;
 }
 
 std::vector<ResidentTensor> SwapPlanner::Pass::run_passes(std::span<const int32_t> cnt) {
-  if (!arena_) {
+  if (!arena()) {
     class_first_.assign(nc_ + 1, 0);
     for (int c = 0; c < nc_; ++c)
       class_first_[c + 1] = class_first_[c] + cnt[c];
@@ -719,13 +1065,37 @@ std::vector<ResidentTensor> SwapPlanner::Pass::run_passes(std::span<const int32_
   resident = resident_at_end_;
   for (int pass = 0;; ++pass) {
     const bool last = pass >= opt_.max_passes;
-    if (run(resident, last)) return arena_ ? resident_in_arena_ : resident;
+    if (run(resident, last)) return arena() ? resident_in_arena_ : resident;
     // Keep the tensors of R that stayed in their objects.
     std::vector<ResidentTensor> kept;
-    for (const ResidentTensor& r : arena_ ? resident_in_arena_ : resident)
+    for (const ResidentTensor& r : arena() ? resident_in_arena_ : resident)
       if (obj_of_[r.tensor] == r.object) kept.push_back(r);
     resident = std::move(kept);
   }
+}
+
+int64_t SwapPlanner::Pass::objects_from_placements() {
+  // One object per distinct range: a tensor back at its offset at the end
+  // of the iteration reuses the object it started in.
+  std::map<std::pair<int64_t, int64_t>, int32_t> object_of;
+  const int nt = static_cast<int>(tenancies_.size());
+  tenancy_unit_.assign(nt, -1);
+  unit_offset_.clear();
+  unit_bytes_.clear();
+  int64_t peak = 0;
+  for (int t = 0; t < nt; ++t) {
+    const Tenancy& x = tenancies_[t];
+    const std::pair<int64_t, int64_t> range{x.offset, bytes_[x.item]};
+    auto [it, fresh] = object_of.try_emplace(range, static_cast<int32_t>(unit_offset_.size()));
+    if (fresh) {
+      unit_offset_.push_back(range.first);
+      unit_bytes_.push_back(range.second);
+      peak = std::max(peak, range.first + range.second);
+    }
+    tenancy_unit_[t] = it->second;
+  }
+  tighten_swap_in_keys();
+  return peak;
 }
 
 int64_t SwapPlanner::Pass::pack() {
@@ -745,7 +1115,10 @@ int64_t SwapPlanner::Pass::pack() {
     PackItem& item = pack_items_[u];
     (item.life[0].empty() ? item.life[0] : item.life[1]) = life;
   }
-  return packer_.pack(pack_items_, &unit_offset_);
+  unit_bytes_.resize(pack_items_.size());
+  for (size_t u = 0; u < pack_items_.size(); ++u)
+    unit_bytes_[u] = pack_items_[u].bytes;
+  return packer_.pack(pack_items_, &unit_offset_, opt_.packing);
 }
 
 void SwapPlanner::Pass::add_reuse_waits() {
@@ -791,10 +1164,14 @@ void SwapPlanner::Pass::add_reuse_waits() {
     }
     waits_ = std::move(merged);
   }
-  // A swap-in was keyed where the byte count had room for it; its place in
-  // the arena may have been free earlier. Keyed at its latest wait instead,
-  // it enters the copy order as soon as it can start (Note [Copy order]
-  // admits a copy once the op at its key has run).
+  tighten_swap_in_keys();
+}
+
+// A swap-in was keyed where the walk had room for it; its place in the
+// arena may have been free earlier. Keyed at its latest wait instead, it
+// enters the copy order as soon as it can start (Note [Copy order] admits a
+// copy once the op at its key has run).
+void SwapPlanner::Pass::tighten_swap_in_keys() {
   for (TempStep& st : steps_) {
     if (st.kind != StepKind::kSwapIn) continue;
     int32_t key = -1;
@@ -858,7 +1235,7 @@ void SwapPlanner::Pass::write_plan(std::span<const int32_t> visit, std::span<con
   for (int k = 0; k < num_steps; ++k)
     new_id[old_of[k]] = k;
   // Arena: the walk's objects are tenancies; the plan's are their units.
-  auto object = [&](ObjectId obj) { return arena_ && obj >= 0 ? tenancy_unit_[obj] : obj; };
+  auto object = [&](ObjectId obj) { return arena() && obj >= 0 ? tenancy_unit_[obj] : obj; };
   p.steps.resize(num_steps);
   p.waits.reserve(waits_.size());
   for (StepId id = 0; id < num_steps; ++id) {
@@ -877,11 +1254,11 @@ void SwapPlanner::Pass::write_plan(std::span<const int32_t> visit, std::span<con
   }
   p.memory_budget = budget;
   p.order.assign(order_.begin(), order_.end());
-  if (arena_) {
+  if (arena()) {
     p.allocator = Allocator::kArena;
-    p.objects.resize(pack_items_.size());
-    for (size_t u = 0; u < pack_items_.size(); ++u)
-      p.objects[u] = {unit_offset_[u], pack_items_[u].bytes, -1};
+    p.objects.resize(unit_offset_.size());
+    for (size_t u = 0; u < unit_offset_.size(); ++u)
+      p.objects[u] = {unit_offset_[u], unit_bytes_[u], -1};
   } else {
     p.allocator = Allocator::kSizeClass;
     p.pool.class_bytes = class_bytes_;
@@ -922,6 +1299,10 @@ SwapPlanner::SwapPlanner(const Graph& g, const SizeTable& sizes, std::span<const
 
 SwapPlanner::~SwapPlanner() = default;
 
+std::span<const PackItem> SwapPlanner::last_packing() const {
+  return pass_->pack_items();
+}
+
 PlanResult SwapPlanner::plan(std::span<const OpId> order, const Allocation& a, int64_t budget,
                              const PlannerOptions& options, Plan* out,
                              const Directives* directives) {
@@ -956,8 +1337,28 @@ PlanResult SwapPlanner::plan_arena(std::span<const OpId> order, int64_t capacity
            order.size(), pass_->num_ops());
   PlanResult r;
   const bool unbounded = directives && directives->unbounded;
+  if (!unbounded && options.layout == ArenaLayout::kPlaced) {
+    const int64_t cap = std::min(capacity, budget);
+    if (!pass_->prepare_arena(order, cap, true, options, directives, &r.why)) return r;
+    try {
+      pass_->set_capacity(cap);
+      auto resident = pass_->run_passes({});
+      const int64_t peak = pass_->objects_from_placements();
+      pass_->emit({}, budget, std::move(resident), out, &r);
+      r.ok = true;
+      r.capacity = cap;
+      r.arena_bytes = peak;
+      return r;
+    } catch (const NoRoom& e) {
+      // Counting bytes and packing afterwards always finds room, if the
+      // packing fits.
+      PlannerOptions packed = options;
+      packed.layout = ArenaLayout::kPacked;
+      return plan_arena(order, capacity, budget, packed, out, directives);
+    }
+  }
   int64_t cap = unbounded ? INT64_MAX / 8 : std::min(capacity, budget);
-  if (!pass_->prepare_arena(order, cap, options, directives, &r.why)) return r;
+  if (!pass_->prepare_arena(order, cap, false, options, directives, &r.why)) return r;
   const int64_t floor = pass_->max_op_bytes();
   for (int attempt = 0;; ++attempt) {
     pass_->set_capacity(cap);

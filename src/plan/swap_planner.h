@@ -79,12 +79,14 @@
 #include "cost/device.h"
 #include "graph/graph.h"
 #include "plan/allocation.h"
+#include "plan/packing.h"
 #include "plan/plan.h"
 #include "plan/simulator.h"
 
 namespace sa {
 
 enum class EvictionPolicy : uint8_t { kBelady, kLru };
+enum class ArenaLayout : uint8_t { kPlaced, kPacked };
 
 struct PlannerOptions {
   EvictionPolicy eviction = EvictionPolicy::kBelady;
@@ -101,7 +103,11 @@ struct PlannerOptions {
   bool deadline_copy_order = true;
   // Arena: walks with a lowered capacity when the packing exceeds the budget
   // (Note [Arena planning]).
-  int max_repairs = 6;
+  // Arena: place as the walk goes, or count bytes and pack afterwards
+  // (Note [Arena planning]).
+  ArenaLayout layout = ArenaLayout::kPlaced;
+  int max_repairs = 6;                             // kPacked
+  PackPolicy packing = PackPolicy::kGreedyBySize;  // kPacked (plan/packing.h)
 };
 
 // Rules that override the policy, for the rule-based baselines (vDNN,
@@ -158,6 +164,10 @@ class SwapPlanner {
   [[nodiscard]] PlanResult plan_arena(std::span<const OpId> order, int64_t capacity, int64_t budget,
                                       const PlannerOptions& options, Plan* out,
                                       const Directives* directives = nullptr);
+
+  // The items the last plan_arena() packed (its plan's objects), for
+  // measuring packings (bench/bench_packing.cpp).
+  std::span<const PackItem> last_packing() const;
 
  private:
   class Pass;

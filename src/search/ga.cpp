@@ -26,12 +26,16 @@ namespace sa {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kLayoutFlip = 0.05;  // chance that an arena child switches layouts
 using Clock = std::chrono::steady_clock;
+
+// The arena's layouts (Note [Arena search] in search/ga.h).
+enum class Layout : uint8_t { kPlaced, kSlots };
 
 struct Candidate {
   std::vector<OpId> order;
-  Allocation alloc;       // size classes
-  double capacity = 1.0;  // arena: the byte capacity the walk plans for, as a share of the budget
+  Allocation alloc;                 // size classes (the arena's slots layout too)
+  Layout layout = Layout::kPlaced;  // arena only
   double time_us = kInf;
 };
 
@@ -40,8 +44,8 @@ struct Context {
   const Problem& pb;
   const SearchOptions& opt;
   std::vector<int32_t> size_cap;
-  double min_capacity = 0;  // arena: the smallest capacity any op allows, as a share of the budget
   bool arena() const { return opt.allocator == Allocator::kArena; }
+  bool slots = true;  // the pool's minimum fits the budget: candidates may lay out slots
 };
 
 // Per-thread state: the planner and simulator keep reusable buffers.
@@ -54,18 +58,16 @@ struct Worker {
 
   PlanResult plan_candidate(const Candidate& x, Plan* out) {
     const Problem& pb = ctx.pb;
-    if (!ctx.arena()) return planner.plan(x.order, x.alloc, pb.budget, ctx.opt.planner, out);
-    const auto capacity = static_cast<int64_t>(x.capacity * static_cast<double>(pb.budget));
-    return planner.plan_arena(x.order, capacity, pb.budget, ctx.opt.planner, out);
+    if (ctx.arena() && x.layout == Layout::kPlaced)
+      return planner.plan_arena(x.order, pb.budget, pb.budget, ctx.opt.planner, out);
+    PlanResult r = planner.plan(x.order, x.alloc, pb.budget, ctx.opt.planner, out);
+    if (r.ok && ctx.arena()) offsets_from_classes(out);
+    return r;
   }
 
-  // The candidate's iteration time; in the arena, its capacity becomes the
-  // one the planner settled on (the packing may lower it).
-  double evaluate(Candidate& x) {
+  double evaluate(const Candidate& x) {
     const PlanResult r = plan_candidate(x, &plan);
     if (!r.ok) return kInf;
-    if (ctx.arena())
-      x.capacity = static_cast<double>(r.capacity) / static_cast<double>(ctx.pb.budget);
     if (r.simulation) return r.simulation->ok ? r.simulation->iteration_us : kInf;
     const SimResult sr = sim.run(ctx.pb.graph, plan, ctx.pb.op_us, ctx.pb.device);
     return sr.ok ? sr.iteration_us : kInf;
@@ -141,7 +143,7 @@ std::vector<ClassId> merge_by_ratio(const SizeTable& t, double ratio) {
 
 class Search {
  public:
-  explicit Search(const Context& ctx) : ctx_(ctx), opt_(ctx.opt), m_(ctx.pb.graph.num_ops()) {
+  explicit Search(Context& ctx) : ctx_(ctx), opt_(ctx.opt), m_(ctx.pb.graph.num_ops()) {
     for (int i = 0; i < std::max(1, opt_.threads); ++i)
       workers_.push_back(std::make_unique<Worker>(ctx_));
     start_ = last_report_ = Clock::now();
@@ -178,14 +180,13 @@ class Search {
   void make_initial(Worker& w, int k, Rng& rng, Candidate& c);
   void make_child(Worker& w, int gen, int k, Candidate& c);
   void mutate_alloc(Worker& w, Rng& rng, Allocation& a);
-  void mutate_capacity(Rng& rng, double& capacity) const;
   void select_pairs(Rng& rng);
   void select_survivors(Rng& rng);
   double best_time() const;
   const Candidate& best() const;
   void report(int gen, bool last);
 
-  const Context& ctx_;
+  Context& ctx_;
   const SearchOptions& opt_;
   const int m_;
   std::vector<std::unique_ptr<Worker>> workers_;
@@ -215,31 +216,29 @@ void Search::make_bases() {
   std::string why;
   Candidate prog;
   prog.order = program_order(m_);
-  if (ctx_.arena()) {
-    if (ctx_.min_capacity > 1.0) {
-      OpId op = kNoOp;
-      const int64_t need = min_budget(g, &op);
-      throw Error(fmt::format("memory budget of {} bytes too small: op {} ({}) touches {} bytes",
-                              budget, op, g.ops[op].type, need));
-    }
-  } else if (!default_allocation(g, ctx_.pb.sizes, prog.order, budget, &prog.alloc, &why)) {
-    throw Error(fmt::format("memory budget of {} bytes too small: {}", budget, why));
+  OpId op = kNoOp;
+  if (const int64_t need = min_budget(g, &op); need > budget)
+    throw Error(fmt::format("memory budget of {} bytes too small: op {} ({}) touches {} bytes",
+                            budget, op, g.ops[op].type, need));
+  if (!default_allocation(g, ctx_.pb.sizes, prog.order, budget, &prog.alloc, &why)) {
+    if (!ctx_.arena())
+      throw Error(fmt::format("memory budget of {} bytes too small: {}", budget, why));
+    ctx_.slots = false;  // only placed layouts fit
   }
-  bases_.push_back(prog);
   Candidate eager;
   eager.order = eager_update_order(g, ctx_.pb.dataflow);
-  if (eager.order != prog.order) {
-    if (!ctx_.arena())
-      SA_CHECK(default_allocation(g, ctx_.pb.sizes, eager.order, budget, &eager.alloc, &why), "{}",
-               why);
-    bases_.push_back(std::move(eager));
+  const bool has_eager = eager.order != prog.order;
+  if (has_eager && ctx_.slots)
+    SA_CHECK(default_allocation(g, ctx_.pb.sizes, eager.order, budget, &eager.alloc, &why), "{}",
+             why);
+  // The arena's bases: each order placed, then each in slots.
+  bases_.push_back(prog);
+  if (has_eager) bases_.push_back(eager);
+  if (ctx_.arena() && ctx_.slots) {
+    prog.layout = eager.layout = Layout::kSlots;
+    bases_.push_back(prog);
+    if (has_eager) bases_.push_back(eager);
   }
-}
-
-// Arena: a multiplicative step of a few percent, within [min_capacity, 1].
-void Search::mutate_capacity(Rng& rng, double& capacity) const {
-  capacity *= std::exp(0.04 * rng.normal());
-  capacity = std::clamp(capacity, std::min(1.0, ctx_.min_capacity), 1.0);
 }
 
 void Search::mutate_alloc(Worker& w, Rng& rng, Allocation& a) {
@@ -259,8 +258,8 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   if (k >= n - num_random) {
     w.sched.random_order(rng, &c.order);
     c.alloc = bases_[0].alloc;
-    if (ctx_.arena()) {
-      if (!opt_.seeded) c.capacity = 1.0 - 0.2 * rng.uniform();
+    if (!ctx_.slots) {
+      c.layout = Layout::kPlaced;
     } else if (opt_.seeded) {
       std::string why;
       SA_CHECK(
@@ -274,17 +273,13 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   const Candidate& base = bases_[k % bases_.size()];
   c.order = base.order;
   c.alloc = base.alloc;
-  c.capacity = base.capacity;
+  c.layout = base.layout;
   if (k < static_cast<int>(bases_.size())) return;
   if (rng.chance(0.5)) {
     const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
     w.sched.mutate(base.order, p, rng.chance(0.5), rng, &c.order);
   }
-  if (ctx_.arena()) {
-    // Capacities spread over the top fifth of the budget.
-    c.capacity = std::max(std::min(1.0, ctx_.min_capacity), 1.0 - 0.2 * rng.uniform());
-    return;
-  }
+  if (!ctx_.slots) return;
   const double r = rng.uniform();
   if (r < 0.5) {
     // Neighbouring sizes merged (sometimes), small classes favoured (sometimes).
@@ -311,12 +306,11 @@ void Search::make_child(Worker& w, int gen, int k, Candidate& c) {
   const std::vector<OpId>& crossed = (k / 2) % 2 == 0 ? w.o1 : w.o2;
   const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
   w.sched.mutate(crossed, p, rng.chance(0.5), rng, &c.order);
-  if (ctx_.arena()) {
-    // Capacity: one parent's, moved a little half of the time.
-    c.capacity = k % 2 == 0 ? p1.capacity : p2.capacity;
-    if (rng.chance(0.5)) mutate_capacity(rng, c.capacity);
-    return;
-  }
+  // Arena: one parent's layout, switched now and then.
+  c.layout = k % 2 == 0 ? p1.layout : p2.layout;
+  if (ctx_.arena() && ctx_.slots && rng.chance(kLayoutFlip))
+    c.layout = c.layout == Layout::kPlaced ? Layout::kSlots : Layout::kPlaced;
+  if (!ctx_.slots) return;
   // Allocation: crossover, then a mutation or a budget move.
   w.alloc_ops.crossover(p1.alloc, p2.alloc, pr.cls_cut, pr.cnt_cut, &w.a1, &w.a2);
   c.alloc = k % 2 == 0 ? w.a1 : w.a2;
@@ -483,7 +477,6 @@ SearchResult search(const Problem& pb, const SearchOptions& options) {
     throw Error("the search needs a time budget or an evaluation budget");
   const Graph& g = pb.graph;
   Context ctx{pb, options, {}};
-  ctx.min_capacity = static_cast<double>(min_budget(g)) / static_cast<double>(pb.budget);
   // The most objects of each size that could be used at once, in the orders
   // the search starts from (the size classes' genes).
   std::vector<ClassId> identity(pb.sizes.num_sizes());

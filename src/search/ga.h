@@ -9,12 +9,19 @@
 //   sa::SearchResult r = sa::search(pb, o);
 //   // r.plan, r.sim.iteration_us, r.history ...
 //
-// The allocation genes depend on the allocator: the size-class pool's
-// (CLS, CNT), or, with planned offsets (Note [Arena planning]), the byte
-// capacity the swap planner plans for, as a share of the budget: the
-// packing may need some of the budget for fragmentation, and a lower
-// capacity trades swaps for room. The planner lowers a capacity whose
-// packing exceeds the budget, and the candidate keeps the lowered one.
+// Note [Arena search]
+// -------------------
+// With the size-class pool, the allocation genes are the paper's (CLS,
+// CNT). With planned offsets (Allocator::kArena), a candidate also carries a
+// layout gene: placed (the swap planner places every tenancy in the arena
+// as it walks, Note [Arena planning]) or slots (the pool's objects, from
+// its CLS and CNT, laid out as offsets in the arena). The first often wins
+// where tensor sizes are many (DenseNet's concatenations, the LSTM's
+// parameters beside small activations), the second where they are few and
+// repeat (a transformer's layers); the search keeps whichever is faster,
+// per candidate. Seeds: every seeded order in both layouts; a child takes a
+// parent's layout and switches with probability kLayoutFlip. When even the
+// pool's minimum does not fit the budget, every candidate is placed.
 //
 // Note [Search loop]
 // ------------------

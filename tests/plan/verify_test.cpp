@@ -1336,22 +1336,17 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
       return true;
     }
     case kArenaOverlap: {
+      // Two objects one compute step uses at once: x moves onto y.
       if (!arena) return false;
-      // Objects of one tenancy each (not those of initial residents, which
-      // are free between the tenancies at both ends of the iteration).
-      auto span = spans();
-      for (const ResidentTensor& r : p.initial_resident)
-        span[r.object] = {INT32_MAX, -2};
       std::vector<std::pair<ObjectId, ObjectId>> pairs;
-      for (ObjectId x = 0; x < nobj; ++x)
-        for (ObjectId y = 0; y < nobj; ++y) {
-          if (x == y || p.objects[x].bytes == 0 || p.objects[y].bytes == 0) continue;
-          if (span[x].first > span[x].second || span[y].first > span[y].second) continue;
-          // Both in use at once in issue order, and x fits where y is.
-          const bool together = span[x].first < span[y].second && span[y].first < span[x].second;
-          if (together && p.objects[y].offset + p.objects[x].bytes <= p.memory_budget)
-            pairs.push_back({x, y});
-        }
+      for (OpId o = 0; o < g.num_ops(); ++o) {
+        const auto objs = p.objects_of(o);
+        for (ObjectId x : objs)
+          for (ObjectId y : objs)
+            if (x != y && p.objects[x].bytes > 0 && p.objects[y].bytes > 0 &&
+                p.objects[y].offset + p.objects[x].bytes <= p.memory_budget)
+              pairs.push_back({x, y});
+      }
       if (pairs.empty()) return false;
       const auto [x, y] = pairs[rng() % pairs.size()];
       p.objects[x].offset = p.objects[y].offset;
