@@ -6,6 +6,9 @@
 #include "cli/common.h"
 #include "cost/op_cost.h"
 #include "graph/stats.h"
+#include "plan/allocation.h"
+#include "plan/problem.h"
+#include "search/no_swap.h"
 #include "util/units.h"
 
 namespace sa::cli {
@@ -25,6 +28,10 @@ void run_stats(const StatsArgs& args) {
   print_warnings(warnings);
   const GraphStats s = compute_stats(g);
   const double ideal = ideal_us(times);
+  OpId hungriest = kNoOp;
+  const int64_t largest_op = min_budget(g, &hungriest);
+  const Problem pb(g, dev, std::max<int64_t>(1, s.peak_live_bytes));
+  const NoSwapFloor floor = no_swap_floor(pb);
   if (args.json) {
     nlohmann::json j = {{"ops", s.ops},
                         {"tensors", s.tensors},
@@ -32,7 +39,11 @@ void run_stats(const StatsArgs& args) {
                         {"peak_live_bytes", s.peak_live_bytes},
                         {"distinct_sizes", s.distinct_sizes},
                         {"flops", s.flops},
-                        {"ideal_us", ideal}};
+                        {"ideal_us", ideal},
+                        {"largest_op_bytes", largest_op},
+                        {"no_swap_floor_bytes", floor.bytes},
+                        {"no_swap_floor_live_bytes", floor.live_bytes},
+                        {"no_swap_floor_order", floor.order_name}};
     fmt::print("{}\n", j.dump(2));
     return;
   }
@@ -41,7 +52,16 @@ void run_stats(const StatsArgs& args) {
   fmt::print("ops               {}\n", s.ops);
   fmt::print("tensors           {}\n", s.tensors);
   fmt::print("persistent bytes  {} ({} B)\n", format_bytes(s.persistent_bytes), s.persistent_bytes);
-  fmt::print("peak live bytes   {} ({} B)\n", format_bytes(s.peak_live_bytes), s.peak_live_bytes);
+  fmt::print("peak live bytes   {} ({} B) in program order\n", format_bytes(s.peak_live_bytes),
+             s.peak_live_bytes);
+  fmt::print(
+      "no-swap floor     {} ({} B; {:.1f}% below peak live), {} order: live {}, packed\n",
+      format_bytes(floor.bytes), floor.bytes,
+      100.0 * (1.0 - static_cast<double>(floor.bytes) / static_cast<double>(s.peak_live_bytes)),
+      floor.order_name, format_bytes(floor.live_bytes));
+  if (hungriest != kNoOp)
+    fmt::print("largest op        {} ({} B, op {} {}): no plan fits a smaller budget\n",
+               format_bytes(largest_op), largest_op, hungriest, g.ops[hungriest].type);
   fmt::print("distinct sizes    {}\n", s.distinct_sizes);
   fmt::print("flops             {:.4g}\n", s.flops);
   fmt::print("ideal iteration   {} on {} (sum of op times)\n", format_us(ideal), dev.name);

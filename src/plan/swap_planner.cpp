@@ -243,6 +243,9 @@ class SwapPlanner::Pass {
   // waits for all of them, a creating compute step for the copies.
   std::vector<StepId> taken_compute_, taken_copy_;
   std::vector<int64_t> start_offset_;  // per tensor: its offset as an initial resident
+  std::vector<ObjectId> pre_obj_;      // per item: the tenancy preplace() opened for its creation
+  std::vector<std::pair<int64_t, Range>> taken_pieces_;  // the ranges the last take_range() took
+  void preplace(int i);
   void split_range(int64_t at);
   ObjectId take_range(ItemId x, int64_t at);
   ObjectId place(ItemId x, int i, bool swap_in);
@@ -471,13 +474,14 @@ ObjectId SwapPlanner::Pass::open_tenancy(ItemId x, int32_t free_key) {
 void SwapPlanner::Pass::evict(ItemId v) {
   const ObjectId obj = obj_of_[v];
   const StepKind kind = needs_copy(v) ? StepKind::kSwapOut : StepKind::kDrop;
-  const StepId step = add_step(kind, v, obj, last_pos_[v], {last_step_[v]});
+  const int32_t key = last_pos_[v];
+  const StepId step = add_step(kind, v, obj, key, {last_step_[v]});
   if (kind == StepKind::kSwapOut) dirty_[v] = 0;
   // A later swap-in of v comes after this step: a swap-out writes the host
   // copy it reads; a drop takes v off the device it returns to.
   host_write_[v] = step;
-  host_key_[v] = last_pos_[v];
-  release(obj, last_step_[v], step, last_pos_[v]);
+  host_key_[v] = key;
+  release(obj, last_step_[v], step, key);
   obj_of_[v] = kNoObject;
   unlist_resident(v);
 }
@@ -559,6 +563,7 @@ ObjectId SwapPlanner::Pass::take_range(ItemId x, int64_t at) {
   const int64_t bytes = bytes_[x];
   taken_compute_.clear();
   taken_copy_.clear();
+  taken_pieces_.clear();
   int32_t key = -1;
   if (bytes > 0) {
     split_range(at);
@@ -571,6 +576,7 @@ ObjectId SwapPlanner::Pass::take_range(ItemId x, int64_t at) {
       key = std::max(key, r.key);
       if (r.rel_compute >= 0) taken_compute_.push_back(r.rel_compute);
       if (r.rel_copy >= 0) taken_copy_.push_back(r.rel_copy);
+      taken_pieces_.push_back({it->first, r});
       it = ranges_.erase(it);
     }
   }
@@ -819,22 +825,131 @@ void SwapPlanner::Pass::fetch(ItemId x, int i) {
   arrival_[x] = swap_in(x, obj, i - 1, last_compute_);
 }
 
+// Placed mode: the memory for everything op i needs that is not on the
+// device, the largest first, so that small items do not cut up the room the
+// large ones need. When they cannot all fit around the op's own resident
+// items (first fit decreasing into the runs between them), those leave too
+// and the op's items are laid out one after the other from offset 0 (op i
+// touches at most the capacity, so they fit): the op's inputs are moved.
+void SwapPlanner::Pass::preplace(int i) {
+  const OpId o = order_[i];
+  const Op& op = g_.ops[o];
+  std::vector<std::pair<ItemId, bool>> items;  // (item, created by op i)
+  for_each_access(op, [&](TensorId x, Access a) { items.push_back({x, a == Access::kCreate}); });
+  if (op.workspace_bytes > 0) items.push_back({n_ + o, true});
+  std::sort(items.begin(), items.end());
+  items.erase(std::unique(items.begin(), items.end(),
+                          [](const auto& a, const auto& b) { return a.first == b.first; }),
+              items.end());
+  auto by_size = [&](const auto& a, const auto& b) {
+    return bytes_[a.first] != bytes_[b.first] ? bytes_[a.first] > bytes_[b.first]
+                                              : a.first < b.first;
+  };
+  std::sort(items.begin(), items.end(), by_size);
+  for (const auto& it : items)
+    handled_[it.first] = i;  // walls for place(): none of them may go now
+  std::vector<std::pair<ItemId, bool>> needed;
+  std::vector<std::pair<int64_t, int64_t>> walls;  // the op's residents, by offset
+  for (const auto& it : items) {
+    if (obj_of_[it.first] == kNoObject)
+      needed.push_back(it);
+    else if (bytes_[it.first] > 0)
+      walls.push_back({tenancies_[obj_of_[it.first]].offset, bytes_[it.first]});
+  }
+  if (needed.empty()) return;
+  std::sort(walls.begin(), walls.end());
+  std::vector<int64_t> room;  // the runs between walls
+  int64_t at = 0;
+  for (const auto& [w, b] : walls) {
+    room.push_back(w - at);
+    at = w + b;
+  }
+  room.push_back(capacity_ - at);
+  bool fits = true;
+  for (const auto& [x, created] : needed) {
+    auto r =
+        std::find_if(room.begin(), room.end(), [&](int64_t left) { return left >= bytes_[x]; });
+    if (r == room.end()) {
+      fits = false;
+      break;
+    }
+    *r -= bytes_[x];
+  }
+  auto settle = [&](ItemId x, bool created, ObjectId obj) {
+    if (created) {
+      pre_obj_[x] = obj;
+      scratch_.insert(scratch_.end(), taken_copy_.begin(), taken_copy_.end());
+    } else {
+      arrival_[x] = swap_in(x, obj, -1, -1);
+    }
+  };
+  if (fits) {
+    // Reserve every range first; the copies come once all have one.
+    struct Reserved {
+      ItemId x;
+      bool created;
+      ObjectId t;
+      std::vector<StepId> compute, copy;
+      std::vector<std::pair<int64_t, Range>> pieces;
+    };
+    std::vector<Reserved> reserved;
+    for (const auto& [x, created] : needed) {
+      const ObjectId obj = place(x, i, !created);
+      if (obj == kNoObject) {
+        // The windows went elsewhere than first fit would have: give the
+        // ranges back as they were, and move the op's inputs.
+        for (auto r = reserved.rbegin(); r != reserved.rend(); ++r) {
+          if (bytes_[r->x] == 0) continue;
+          const int64_t at = tenancies_[r->t].offset;
+          ranges_.erase(at);
+          for (const auto& [p_at, piece] : r->pieces) {
+            ranges_.emplace(p_at, piece);
+            if (piece.tenancy < 0) run_add(p_at, piece.end);
+          }
+        }
+        fits = false;
+        break;
+      }
+      reserved.push_back({x, created, obj, taken_compute_, taken_copy_, taken_pieces_});
+    }
+    if (fits) {
+      for (Reserved& r : reserved) {
+        taken_compute_ = std::move(r.compute);
+        taken_copy_ = std::move(r.copy);
+        settle(r.x, r.created, r.t);
+      }
+      return;
+    }
+  }
+  for (const auto& it : items)
+    if (obj_of_[it.first] != kNoObject) evict(it.first);
+  int64_t total = 0;
+  for (const auto& it : items)
+    total += bytes_[it.first];
+  clear_range(0, total);
+  at = 0;
+  for (const auto& [x, created] : items) {
+    settle(x, created, take_range(x, at));
+    at += bytes_[x];
+  }
+}
+
 void SwapPlanner::Pass::place_op(int i) {
   const OpId o = order_[i];
   const Op& op = g_.ops[o];
   scratch_.clear();
   created_.clear();
+  if (placed()) preplace(i);
   int slot = access_begin_[o];
   auto place = [&](ItemId x, Access access) {
     handled_[x] = i;
     if (access == Access::kCreate) {
-      const ObjectId obj = acquire(x, i, false);
+      const ObjectId obj = placed() ? pre_obj_[x] : acquire(x, i, false);
       SA_CHECK(obj != kNoObject, "no object for item {} of op {}", x, o);
       obj_of_[x] = obj;
       tenant_[obj] = x;
       if (x < n_) list_resident(x);  // a workspace is never a victim
       if (rel_copy_[obj] >= 0) scratch_.push_back(rel_copy_[obj]);
-      if (placed()) scratch_.insert(scratch_.end(), taken_copy_.begin(), taken_copy_.end());
       if (arena()) created_.push_back(obj);
     } else if (obj_of_[x] == kNoObject) {
       const ObjectId obj = acquire(x, i, true);
@@ -885,6 +1000,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
   last_pos_.assign(items, -1);
   pinned_.assign(items, -1);
   handled_.assign(items, -1);
+  pre_obj_.assign(items, kNoObject);
   last_step_.assign(items, -1);
   arrival_.assign(items, -1);
   host_write_.assign(items, -1);
@@ -1247,7 +1363,10 @@ void SwapPlanner::Pass::write_plan(std::span<const int32_t> visit, std::span<con
     st.wait_begin = static_cast<int32_t>(p.waits.size());
     for (int w = t.wait_begin; w < t.wait_end; ++w) {
       const StepId target = new_id[waits_[w]];
-      SA_CHECK(target < id, "step {} waits for later step {}", id, target);
+      SA_CHECK(target < id, "step {} ({} of {}, key {}) waits for later step {} ({} of {}, key {})",
+               id, to_string(t.kind), t.subject, t.key_pos, target,
+               to_string(steps_[waits_[w]].kind), steps_[waits_[w]].subject,
+               steps_[waits_[w]].key_pos);
       p.waits.push_back(target);
     }
     st.wait_end = static_cast<int32_t>(p.waits.size());

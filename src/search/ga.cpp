@@ -27,10 +27,11 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kLayoutFlip = 0.05;  // chance that an arena child switches layouts
+constexpr int kPackedRepairs = 2;     // packed layouts: walks with a lowered capacity at most
 using Clock = std::chrono::steady_clock;
 
 // The arena's layouts (Note [Arena search] in search/ga.h).
-enum class Layout : uint8_t { kPlaced, kSlots };
+enum class Layout : uint8_t { kPlaced, kSlots, kPacked };
 
 struct Candidate {
   std::vector<OpId> order;
@@ -58,8 +59,12 @@ struct Worker {
 
   PlanResult plan_candidate(const Candidate& x, Plan* out) {
     const Problem& pb = ctx.pb;
-    if (ctx.arena() && x.layout == Layout::kPlaced)
-      return planner.plan_arena(x.order, pb.budget, pb.budget, ctx.opt.planner, out);
+    if (ctx.arena() && x.layout != Layout::kSlots) {
+      PlannerOptions o = ctx.opt.planner;
+      o.layout = x.layout == Layout::kPacked ? ArenaLayout::kPacked : ArenaLayout::kPlaced;
+      o.max_repairs = std::min(o.max_repairs, kPackedRepairs);
+      return planner.plan_arena(x.order, pb.budget, pb.budget, o, out);
+    }
     PlanResult r = planner.plan(x.order, x.alloc, pb.budget, ctx.opt.planner, out);
     if (r.ok && ctx.arena()) offsets_from_classes(out);
     return r;
@@ -231,13 +236,17 @@ void Search::make_bases() {
   if (has_eager && ctx_.slots)
     SA_CHECK(default_allocation(g, ctx_.pb.sizes, eager.order, budget, &eager.alloc, &why), "{}",
              why);
-  // The arena's bases: each order placed, then each in slots.
+  // The arena's bases: each order placed, in slots, then packed (these
+  // two only: Note [Arena search]).
   bases_.push_back(prog);
   if (has_eager) bases_.push_back(eager);
-  if (ctx_.arena() && ctx_.slots) {
-    prog.layout = eager.layout = Layout::kSlots;
-    bases_.push_back(prog);
-    if (has_eager) bases_.push_back(eager);
+  if (ctx_.arena()) {
+    for (Layout l : {Layout::kSlots, Layout::kPacked}) {
+      if (l == Layout::kSlots && !ctx_.slots) continue;
+      prog.layout = eager.layout = l;
+      bases_.push_back(prog);
+      if (has_eager) bases_.push_back(eager);
+    }
   }
 }
 
@@ -275,6 +284,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   c.alloc = base.alloc;
   c.layout = base.layout;
   if (k < static_cast<int>(bases_.size())) return;
+  if (c.layout == Layout::kPacked) c.layout = Layout::kPlaced;
   if (rng.chance(0.5)) {
     const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
     w.sched.mutate(base.order, p, rng.chance(0.5), rng, &c.order);
@@ -306,8 +316,10 @@ void Search::make_child(Worker& w, int gen, int k, Candidate& c) {
   const std::vector<OpId>& crossed = (k / 2) % 2 == 0 ? w.o1 : w.o2;
   const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
   w.sched.mutate(crossed, p, rng.chance(0.5), rng, &c.order);
-  // Arena: one parent's layout, switched now and then.
+  // Arena: one parent's layout (packed ones are seeds only: their children
+  // are placed), switched now and then.
   c.layout = k % 2 == 0 ? p1.layout : p2.layout;
+  if (c.layout == Layout::kPacked) c.layout = Layout::kPlaced;
   if (ctx_.arena() && ctx_.slots && rng.chance(kLayoutFlip))
     c.layout = c.layout == Layout::kPlaced ? Layout::kSlots : Layout::kPlaced;
   if (!ctx_.slots) return;

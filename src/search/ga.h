@@ -13,15 +13,21 @@
 // -------------------
 // With the size-class pool, the allocation genes are the paper's (CLS,
 // CNT). With planned offsets (Allocator::kArena), a candidate also carries a
-// layout gene: placed (the swap planner places every tenancy in the arena
-// as it walks, Note [Arena planning]) or slots (the pool's objects, from
-// its CLS and CNT, laid out as offsets in the arena). The first often wins
-// where tensor sizes are many (DenseNet's concatenations, the LSTM's
-// parameters beside small activations), the second where they are few and
-// repeat (a transformer's layers); the search keeps whichever is faster,
-// per candidate. Seeds: every seeded order in both layouts; a child takes a
-// parent's layout and switches with probability kLayoutFlip. When even the
-// pool's minimum does not fit the budget, every candidate is placed.
+// layout gene (Note [Arena planning]):
+//   - placed: the swap planner places every tenancy in the arena as it walks;
+//   - packed: it counts bytes, then packs the tenancies (greedy by size); at
+//     or near the peak, where nothing needs to be swapped, this finds the
+//     plan that swaps nothing, which placing online can miss by a sliver of
+//     fragmentation (walks with a lowered capacity: kPackedRepairs at most).
+//     Packing costs 10-300 ms on the captured models, so only the seeded
+//     orders are packed: their children are placed;
+//   - slots: the pool's objects, from its CLS and CNT, laid out as offsets.
+// Placed often wins where tensor sizes are many (DenseNet's concatenations,
+// the LSTM's parameters beside small activations), slots where they are few
+// and repeat (a transformer's layers); the search keeps whichever is
+// faster, per candidate. Seeds: every seeded order in every layout; a child
+// takes a parent's layout and switches with probability kLayoutFlip. When
+// even the pool's minimum does not fit the budget, there are no slots.
 //
 // Note [Search loop]
 // ------------------
