@@ -10,6 +10,7 @@
 #include "cost/device.h"
 #include "graph/graph.h"
 #include "methods/methods.h"
+#include "methods/sweep.h"
 
 namespace sa {
 
@@ -26,6 +27,7 @@ struct ReportInput {
   int main = 0;        // the method drawn in detail; REQUIRES: feasible
   std::string origin;  // how that plan came about: "searched for 10.0 s", "read from plan.json"
   std::string source;  // where the graph came from: a file name or "--model resnet50 --batch 64"
+  const SweepResult* sweep = nullptr;  // `swapadvisor sweep -o`: the budget sweep to plot
 };
 
 }  // namespace sa
