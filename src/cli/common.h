@@ -34,6 +34,7 @@ void register_stats(CLI::App& app);
 void register_zoo(CLI::App& app);
 void register_plan(CLI::App& app);
 void register_compare(CLI::App& app);
+void register_sweep(CLI::App& app);
 void register_verify(CLI::App& app);
 void register_report(CLI::App& app);
 void register_run(CLI::App& app);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   sa::cli::register_zoo(app);
   sa::cli::register_plan(app);
   sa::cli::register_compare(app);
+  sa::cli::register_sweep(app);
   sa::cli::register_verify(app);
   sa::cli::register_report(app);
   sa::cli::register_run(app);

@@ -1,0 +1,163 @@
+// `swapadvisor sweep`: % of ideal against the memory budget (Note [Budget
+// sweep] in methods/sweep.h).
+//
+//   swapadvisor sweep (GRAPH | --model M --batch N) [--points 10] [--target 0.9]
+//                     [--time-budget S (per point)] [--json] [-o report.html]
+
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/planning.h"
+#include "methods/sweep.h"
+#include "report/report.h"
+#include "util/error.h"
+#include "util/units.h"
+
+namespace sa::cli {
+namespace {
+
+struct SweepArgs {
+  PlanningArgs planning;
+  int points = 10;
+  double target = 0;  // 0: none
+  std::string output;
+};
+
+nlohmann::json point_json(const SweepPoint& p, int64_t peak) {
+  nlohmann::json j = {{"budget_bytes", p.budget},
+                      {"fraction_of_peak", static_cast<double>(p.budget) / static_cast<double>(peak)},
+                      {"feasible", p.feasible}};
+  if (!p.feasible) {
+    j["why"] = p.why;
+    return j;
+  }
+  j["iteration_us"] = p.iteration_us;
+  j["throughput_vs_ideal"] = p.throughput;
+  j["swap_in_bytes"] = p.swap_in_bytes;
+  j["swap_out_bytes"] = p.swap_out_bytes;
+  j["search_seconds"] = p.search_seconds;
+  return j;
+}
+
+void run_sweep(SweepArgs args) {
+  if (!args.planning.memory.empty() || args.planning.memory_fraction > 0)
+    print_warnings({"sweep: --memory and --memory-fraction are ignored: the sweep chooses the "
+                    "budgets"});
+  if (args.planning.time_budget_s == 0 && args.planning.evaluations == 0)
+    args.planning.time_budget_s = 5;  // per point
+  PlanningInputs in = load_planning_inputs(args.planning, std::nullopt, int64_t{1} << 62);
+  SweepOptions o;
+  o.points = args.points;
+  if (args.target > 0) o.target = args.target;
+  o.compute_scale = args.planning.compute_scale;
+  o.method = method_options(args.planning);
+  o.method.search.progress = false;
+  const bool tell = !args.planning.quiet;
+  o.progress = [&](const SweepPoint& p, int done, int total) {
+    if (!tell) return;
+    fmt::print(stderr, "sweep: {}/{}  {} ({:.0f}% of peak): {}\n", done, total,
+               format_bytes(p.budget), 100.0 * p.budget / static_cast<double>(in.peak_live),
+               p.feasible ? fmt::format("{:.1f}% of ideal", 100 * p.throughput) : "no plan");
+  };
+  const SweepResult r = sweep(in.graph, in.device, o);
+
+  if (!args.output.empty()) {
+    // The report draws the plan at the target's budget (else the peak) beside
+    // the baselines, with the sweep above.
+    const int64_t budget = r.target_budget.value_or(r.peak_live);
+    const Problem pb(in.graph, in.device, budget, args.planning.compute_scale);
+    std::vector<MethodResult> methods;
+    for (const std::string& name : method_names())
+      methods.push_back(run_method(name, pb, o.method));
+    in.budget = budget;
+    const ReportInput report{.graph = in.graph,
+                             .device = in.device,
+                             .budget = budget,
+                             .peak_live = in.peak_live,
+                             .batch = in.batch,
+                             .ideal_us = pb.ideal_us,
+                             .methods = methods,
+                             .main = 0,
+                             .origin = fmt::format("searched for {:.1f} s at {}",
+                                                   methods.front().planning_seconds,
+                                                   format_bytes(budget)),
+                             .source = in.graph.name,
+                             .sweep = &r};
+    write_report(report, args.output);
+  }
+
+  if (args.planning.json) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const SweepPoint& p : r.points)
+      points.push_back(point_json(p, r.peak_live));
+    nlohmann::json j = {{"graph", in.graph.name},
+                        {"device", in.device.name},
+                        {"allocator", std::string(to_string(o.method.allocator))},
+                        {"ideal_us", r.ideal_us},
+                        {"peak_live_bytes", r.peak_live},
+                        {"largest_op_bytes", r.largest_op},
+                        {"min_budget_bytes", r.min_budget},
+                        {"no_swap_floor_bytes", r.no_swap_floor},
+                        {"no_swap_floor_order", r.floor_order},
+                        {"points", points}};
+    if (r.target) {
+      j["target"] = *r.target;
+      j["target_budget_bytes"] =
+          r.target_budget ? nlohmann::json(*r.target_budget) : nlohmann::json(nullptr);
+    }
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("{} on {}, {} allocator; ideal {}\n", in.graph.name, in.device.name,
+             to_string(o.method.allocator), format_us(r.ideal_us));
+  fmt::print("peak live bytes {} (program order); no-swap floor {} ({} order); smallest "
+             "feasible budget {}\n\n",
+             format_bytes(r.peak_live), format_bytes(r.no_swap_floor), r.floor_order,
+             format_bytes(r.min_budget));
+  fmt::print("{:>12} {:>7} {:>9} {:>13} {:>9} {:>9}\n", "budget", "% peak", "% ideal",
+             "iteration ms", "GB in", "GB out");
+  for (const SweepPoint& p : r.points) {
+    const double of_peak = 100.0 * p.budget / static_cast<double>(r.peak_live);
+    if (!p.feasible) {
+      fmt::print("{:>12} {:>6.1f}% no plan: {}\n", format_bytes(p.budget), of_peak, p.why);
+      continue;
+    }
+    fmt::print("{:>12} {:>6.1f}% {:>8.1f}% {:>13.1f} {:>9.2f} {:>9.2f}\n", format_bytes(p.budget),
+               of_peak, 100 * p.throughput, p.iteration_us / 1e3, p.swap_in_bytes / 1e9,
+               p.swap_out_bytes / 1e9);
+  }
+  if (r.target) {
+    if (r.target_budget)
+      fmt::print("\nsmallest budget found for {:.0f}% of ideal: {} ({:.1f}% of peak live)\n",
+                 100 * *r.target, format_bytes(*r.target_budget),
+                 100.0 * *r.target_budget / static_cast<double>(r.peak_live));
+    else
+      fmt::print("\nno budget up to the peak live bytes reached {:.0f}% of ideal\n",
+                 100 * *r.target);
+  }
+  if (!args.output.empty())
+    fmt::print("report written  {} ({})\n", args.output,
+               format_bytes(static_cast<int64_t>(std::filesystem::file_size(args.output))));
+}
+
+}  // namespace
+
+void register_sweep(CLI::App& app) {
+  auto args = std::make_shared<SweepArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "% of ideal against the memory budget, and the smallest budget for a target");
+  args->planning.add_options(cmd);
+  cmd->add_option("--points", args->points, "budgets from the smallest feasible to the peak")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
+  cmd->add_option("--target", args->target,
+                  "a share of ideal, e.g. 0.9: the smallest budget found that keeps it")
+      ->check(CLI::Range(1e-9, 1.0));
+  cmd->add_option("-o,--output", args->output, "also write an HTML report with the sweep");
+  cmd->callback([args] { run_sweep(*args); });
+}
+
+}  // namespace sa::cli
