@@ -641,8 +641,11 @@ void SwapPlanner::Pass::clear_range(int64_t at, int64_t bytes) {
     evict(v);
 }
 
-// Placed mode: memory for x, needed before position i. The free run that
-// fits it best (the smallest; the lowest on ties); else a window of the
+// Placed mode: memory for x, needed before position i. Of the kFitsTried
+// smallest free runs that fit it, the one released earliest (a swap-in into
+// memory freed long ago can start at once; one into memory whose swap-out is
+// still running waits: the pool's rings take the object freed first for the
+// same reason); else a window of the
 // arena whose residents may all go, chosen as Belady would choose a victim:
 // windows around the residents whose next use is furthest (kCandidates of
 // them, preferring those whose last use leaves time for their copies), each
@@ -652,10 +655,28 @@ void SwapPlanner::Pass::clear_range(int64_t at, int64_t bytes) {
 // then the one that evicts the fewest bytes.
 ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
   constexpr int kCandidates = 6;
+  constexpr int kFitsTried = 32;  // free runs looked at, the smallest first
   const int64_t need = bytes_[x];
   if (need == 0) return take_range(x, 0);
-  if (auto fit = runs_by_size_.lower_bound({need, INT64_MIN}); fit != runs_by_size_.end())
-    return take_range(x, fit->second);
+  {
+    // Of the few smallest free runs that fit, the one whose memory was
+    // released earliest (its last tenant's copies are the likeliest done).
+    int64_t best_run = -1;
+    int32_t best_key = INT32_MAX;
+    int tried = 0;
+    for (auto fit = runs_by_size_.lower_bound({need, INT64_MIN});
+         fit != runs_by_size_.end() && tried < kFitsTried; ++fit, ++tried) {
+      int32_t key = -1;
+      for (auto it = ranges_.find(fit->second);
+           it != ranges_.end() && it->first < fit->second + need; ++it)
+        key = std::max(key, it->second.key);
+      if (key < best_key) {
+        best_key = key;
+        best_run = fit->second;
+      }
+    }
+    if (best_run >= 0) return take_range(x, best_run);
+  }
 
   auto movable = [&](ItemId v) {
     return listed_at_[v] >= 0 && pinned_[v] != i &&
