@@ -127,7 +127,7 @@ enum class Allocator : uint8_t { kSizeClass, kArena };
 std::string_view to_string(Allocator a);  // "size-class", "arena"
 std::optional<Allocator> allocator_from_string(std::string_view s);
 // What plan, compare, report, the baselines and the search use unless told.
-inline constexpr Allocator kDefaultAllocator = Allocator::kSizeClass;
+inline constexpr Allocator kDefaultAllocator = Allocator::kArena;
 
 struct ResidentTensor {
   TensorId tensor;

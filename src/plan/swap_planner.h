@@ -40,35 +40,55 @@
 //
 // Note [Arena planning]
 // ---------------------
-// With planned offsets (Allocator::kArena) there are no classes: the walk
-// above runs against a byte capacity C <= budget, with every item in one
-// list of residents. An item needs bytes_[x] free bytes; when fewer are free,
-// victims are evicted (the same choice, over all residents) until enough
-// are. Free bytes are kept by the position at which they were released (a
-// victim's bytes are free from its last use on, where its swap-out is
-// keyed). A swap-in takes the earliest-released bytes and starts no earlier
-// than the latest of them; an op's output takes the latest-released ones,
-// leaving the early ones to the prefetches that follow. Every acquisition
-// opens a tenancy: the item's stay on the device, from its swap-in (or the op
-// that creates it) to its release. So the bytes of the tenancies alive at any
-// one time never exceed C.
-// Then the tenancies are packed (plan/packing.h) into offsets; a persistent
-// tensor resident at both ends of the iteration keeps one offset (its first
-// and last tenancies are one item with two intervals). When the packing
-// reaches above the budget (fragmentation), the walk is repeated with C
-// lowered by the excess, up to max_repairs times. Last, each tenancy's first
-// step (its swap-in, or the creating compute step) waits for the release of
-// every earlier tenancy it overlaps in the arena (that tenancy's last
-// compute step and its swap-out or drop), found by sweeping the tenancies in
-// time order over a map of address ranges to their last tenancy.
+// With planned offsets (Allocator::kArena) there are no classes: every item
+// is a candidate victim for every other, and each acquisition opens a
+// tenancy (the item's stay on the device, from its swap-in or the op that
+// creates it to its release) with its own range of the arena. Two layouts:
+//
+// Placed (ArenaLayout::kPlaced, the default): the walk keeps the arena as
+// ranges, each held by a tenancy or free (remembering its last tenant's
+// release: position and steps), and free runs indexed by size. Before op i,
+// the items it needs that are not on the device get ranges, the largest
+// first: of the smallest free runs that fit, the one released earliest (its
+// previous tenant's copies are the likeliest done); else a window evicted
+// around the best victims, as Belady would choose (the window whose
+// earliest next use is furthest, among those whose victims' last use leaves
+// time for their copies, then the one that evicts the fewest bytes). When
+// the op's own resident items cut the arena into runs too small for the rest
+// (first fit decreasing fails), they move: all of the op's items are laid
+// out one after the other from offset 0. A tenancy's first step waits for
+// the release of every range it takes (last compute step, swap-out or drop):
 //
 //   time:     0   1   2   3   4   5  (op positions)
 //   offset 0  [== w (param) ===================]
-//   offset 4  [= a =][== in(y) ==]      a dies after op 1: in(y), keyed at 1,
-//   offset 6      [== b ==][= c =]      waits for op 1; c (made by op 3)
-//                                        waits for b's swap-out or drop
+//   offset 4  [= a =][== in(y) ==]      a dies after op 1: in(y) waits for
+//   offset 6      [== b ==][= c =]      op 1; c (made by op 3) waits for b's
+//                                        swap-out or drop
 //
-// Copies are then ordered as in Note [Copy order] (plan/copy_order.h).
+// Nothing ever exceeds the arena, so no repair is needed; fragmentation
+// shows as extra evictions instead.
+//
+// Packed (ArenaLayout::kPacked): the walk runs against a byte capacity C <=
+// budget. An item needs bytes_[x] free bytes; victims are evicted until
+// enough are. Free bytes are kept by the position at which they were
+// released (a victim's bytes are free from its last use on, where its
+// swap-out is keyed); a swap-in takes the earliest-released bytes, an op's
+// output the latest. The bytes of the tenancies alive at once never exceed
+// C. Then the tenancies are packed (plan/packing.h) into offsets, a
+// persistent tensor resident at both ends of the iteration keeping one
+// offset (its first and last tenancies are one item with two intervals).
+// When the packing reaches above the budget, the walk is repeated with C
+// lowered by the excess, up to max_repairs times. Each tenancy's first step
+// then waits for every earlier tenancy it overlaps in the arena, found by
+// sweeping the tenancies in time order over a map of address ranges. Where
+// nothing is evicted (at the peak) this finds the plan that swaps nothing,
+// which placing online can miss by a sliver of fragmentation; under
+// pressure the packing fragments more (bench/bench_packing: 1.06-1.36x the
+// live bytes at half the peak), so placed wins there. The baselines' rules
+// (unbounded directives) always pack.
+//
+// In both, a swap-in is keyed at its latest wait, so that the copy order
+// (Note [Copy order], plan/copy_order.h) admits it as soon as it can start.
 
 #include <memory>
 #include <optional>

@@ -6,27 +6,36 @@
 //
 // Note [Verified rules]
 // ---------------------
-// Structure (checked first, so that the rest may index freely):
-//   S1  tensor_class has one entry per tensor, workspace_class one per op,
-//       access_begin num_ops + 1 entries with access_begin[0] = 0 and
+// Structure (checked first, so that the rest may index freely). Size-class
+// plans (the pool) and arena plans (planned offsets) differ in S1-S6 only:
+//   S1  access_begin has num_ops + 1 entries with access_begin[0] = 0 and
 //       access_begin[o+1] - access_begin[o] = num_access_slots(op o), and
-//       access_objects access_begin[num_ops] entries.
-//   S2  the pool has as many class_count as class_bytes entries, none negative,
-//       at most 2^31 - 1 objects in all, and its total bytes (sum of
-//       class_count x class_bytes) are at most memory_budget: the pool is the
-//       only device memory, so device bytes never exceed the budget.
-//   S3  every tensor's class exists and its objects are at least the tensor's
-//       bytes; an op with a workspace has a workspace class whose objects are
-//       at least its workspace_bytes, an op without one has class -1.
-//   S4  every access object exists and is of the class of the tensor (or the
-//       workspace) it holds.
+//       access_objects access_begin[num_ops] entries. Size-class: the
+//       allocator is known, tensor_class has one entry per tensor and
+//       workspace_class one per op. Arena: there are no classes at all.
+//   S2  size-class: the pool has as many class_count as class_bytes entries,
+//       none negative, at most 2^31 - 1 objects in all, its total bytes (sum
+//       of class_count x class_bytes) are at most memory_budget, and
+//       `objects` is its layout (Note [Plan semantics]), checked object by
+//       object without building it (the runtime places objects by `objects`).
+//       Arena: every object has offset >= 0, bytes >= 0 and offset + bytes <=
+//       memory_budget (computed without overflow). Either way, device bytes
+//       never exceed the budget.
+//   S3  size-class: every tensor's class exists and its objects are at least
+//       the tensor's bytes; an op with a workspace has a workspace class
+//       whose objects are at least its workspace_bytes, an op without one has
+//       class -1.
+//   S4  every access object exists and (size-class) is of the class of the
+//       tensor (or workspace) it holds, or (arena) has at least its bytes.
 //   S5  every step has a known kind; a compute step names an existing op and
 //       no object; a swap-in, swap-out or drop names an existing tensor and an
-//       existing object of that tensor's class; its waits are a valid range of
-//       `waits` and every wait is an EARLIER step (so `steps` is an issue order).
+//       existing object that can hold it (as S4); its waits are a valid range
+//       of `waits` and every wait is an EARLIER step (so `steps` is an issue
+//       order).
 //   S6  initial_resident names each tensor and each object at most once; the
 //       tensors are persistent (param, buffer, optimizer_state) and each
-//       object is of its tensor's class.
+//       object can hold its tensor (as S4); in an arena plan their objects do
+//       not overlap.
 // Order:
 //   O1  `order` is a topological order of the graph's dataflow DAG.
 //   O2  there is exactly one compute step per op, and the compute steps appear
@@ -42,7 +51,12 @@
 // tensors and inputs: version 0 at the start, in host memory; every update
 // makes a new version), its device copy (object, version, the step that wrote
 // it) and its host copy (version, the swap-out that wrote it).
-//   W1  tenancy: a step that puts a tensor into an object (a swap-in, or a
+//   W1  tenancy (arena plans: first over arena bytes, then as below): a step
+//       that moves a tenant into an object finds every object that last held
+//       any of its arena bytes free, and HB-follows every step that touched
+//       those objects' last tenants (a map of address ranges to the object
+//       that last held them, util/range_map.h). Then, for the object itself:
+//       a step that puts a tensor into an object (a swap-in, or a
 //       compute step creating an output there) or runs a workspace there
 //       finds the object free (its previous tenant released: a transient after
 //       its last access in `order`, a workspace after its op, any tensor after
