@@ -165,7 +165,8 @@ class SwapPlanner::Pass {
   std::vector<int64_t> bytes_;
   std::vector<uint8_t> updated_;  // persistent tensor modified during the iteration
   std::vector<int32_t> access_begin_;
-  std::vector<int64_t> op_bytes_;  // per op: the bytes of every item it touches
+  std::vector<int64_t> op_bytes_;        // per op: the bytes of every item it touches
+  std::vector<double> h2d_us_, d2h_us_;  // per item: its copy times, alone on the link
 
   // Per plan().
   std::span<const OpId> order_;
@@ -201,6 +202,19 @@ class SwapPlanner::Pass {
   // full classes are scanned, and an access costs nothing.
   std::vector<std::vector<ItemId>> residents_;
   std::vector<int32_t> listed_at_;
+  // Placed mode: the listed residents by victim key, the largest on top (a
+  // lazy heap: an entry is current while its version is the item's).
+  struct VictimEntry {
+    int64_t key;
+    ItemId item;
+    uint32_t version;
+    bool operator<(const VictimEntry& o) const {
+      return key != o.key ? key < o.key : item < o.item;
+    }
+  };
+  std::vector<VictimEntry> victims_, popped_;
+  std::vector<uint32_t> heap_ver_;
+  void heap_touch(ItemId x);
   std::vector<TempStep> steps_;
   std::vector<StepId> waits_, scratch_;
   std::vector<ObjectId> access_objects_;
@@ -274,6 +288,8 @@ SwapPlanner::Pass::Pass(const Graph& g, const SizeTable& sizes, std::span<const 
   }
   access_begin_.assign(m_ + 1, 0);
   op_bytes_.assign(m_, 0);
+  h2d_us_.resize(num_items_);
+  d2h_us_.resize(num_items_);
   for (OpId o = 0; o < m_; ++o) {
     bytes_[n_ + o] = g.ops[o].workspace_bytes;
     for (TensorId x : g.ops[o].updates)
@@ -287,6 +303,10 @@ SwapPlanner::Pass::Pass(const Graph& g, const SizeTable& sizes, std::span<const 
     for (TensorId x : items)
       op_bytes_[o] += bytes_[x];
     op_bytes_[o] += g.ops[o].workspace_bytes;
+  }
+  for (ItemId x = 0; x < num_items_; ++x) {
+    h2d_us_[x] = static_cast<double>(bytes_[x]) / device_.h2d_bytes_per_us();
+    d2h_us_[x] = static_cast<double>(bytes_[x]) / device_.d2h_bytes_per_us();
   }
 }
 
@@ -372,11 +392,30 @@ void SwapPlanner::Pass::list_resident(ItemId x) {
   auto& list = residents_[class_[x]];
   listed_at_[x] = static_cast<int32_t>(list.size());
   list.push_back(x);
+  heap_touch(x);
+}
+
+// Placed mode: x's victim key may have changed; older entries of x in the
+// heap are stale from now on.
+void SwapPlanner::Pass::heap_touch(ItemId x) {
+  if (!placed()) return;
+  ++heap_ver_[x];
+  if (listed_at_[x] < 0) return;
+  if (victims_.size() > 4 * residents_[0].size() + 64) {  // mostly stale: rebuild
+    victims_.clear();
+    for (ItemId v : residents_[0])
+      victims_.push_back({victim_key(v), v, heap_ver_[v]});
+    std::make_heap(victims_.begin(), victims_.end());
+    return;
+  }
+  victims_.push_back({victim_key(x), x, heap_ver_[x]});
+  std::push_heap(victims_.begin(), victims_.end());
 }
 
 void SwapPlanner::Pass::unlist_resident(ItemId x) {
   const int32_t at = listed_at_[x];
   if (at < 0) return;
+  if (placed()) ++heap_ver_[x];
   auto& list = residents_[class_[x]];
   const ItemId moved = list.back();
   list[at] = moved;
@@ -537,8 +576,7 @@ ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) const {
 // Whether v's last use is long enough ago, in op time before position i,
 // for the copies its eviction for x needs (the paper's eviction threshold).
 bool SwapPlanner::Pass::eligible_victim(ItemId v, ItemId x, int i, bool swap_in) const {
-  const double need = (swap_in ? bytes_[x] / device_.h2d_bytes_per_us() : 0.0) +
-                      (needs_copy(v) ? bytes_[v] / device_.d2h_bytes_per_us() : 0.0);
+  const double need = (swap_in ? h2d_us_[x] : 0.0) + (needs_copy(v) ? d2h_us_[v] : 0.0);
   const double elapsed = prefix_[i] - prefix_[last_pos_[v] + 1];
   return elapsed >= opt_.eviction_threshold * need;
 }
@@ -656,6 +694,7 @@ void SwapPlanner::Pass::clear_range(int64_t at, int64_t bytes) {
 ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
   constexpr int kCandidates = 6;
   constexpr int kFitsTried = 32;  // free runs looked at, the smallest first
+  constexpr int kScanned = 64;    // residents looked at as victims, the furthest next use first
   const int64_t need = bytes_[x];
   if (need == 0) return take_range(x, 0);
   {
@@ -673,6 +712,7 @@ ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
       if (key < best_key) {
         best_key = key;
         best_run = fit->second;
+        if (key < 0) break;  // never used: none is older
       }
     }
     if (best_run >= 0) return take_range(x, best_run);
@@ -704,9 +744,22 @@ ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
       list[k] = list[k - 1];
     list[k] = {sc, v};
   };
-  for (ItemId v : residents_[0]) {
+  // The kScanned residents with the furthest next use (the lazy heap's
+  // top), then put back.
+  popped_.clear();
+  while (!victims_.empty() && static_cast<int>(popped_.size()) < kScanned) {
+    std::pop_heap(victims_.begin(), victims_.end());
+    const VictimEntry e = victims_.back();
+    victims_.pop_back();
+    if (e.version != heap_ver_[e.item] || listed_at_[e.item] < 0) continue;
+    popped_.push_back(e);
+  }
+  for (const VictimEntry& e : popped_) {
+    const ItemId v = e.item;
+    victims_.push_back(e);
+    std::push_heap(victims_.begin(), victims_.end());
     if (!movable(v) || bytes_[v] == 0) continue;
-    const Score sc{eligible_victim(v, x, i, swap_in), victim_key(v), 0};
+    const Score sc{eligible_victim(v, x, i, swap_in), e.key, 0};
     keep_best(top, &num_top, sc, v);
     if (bytes_[v] >= need && bytes_[v] <= 2 * need) keep_best(sized, &num_sized, sc, v);
   }
@@ -998,6 +1051,7 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
     last_step_[x] = compute;
     last_pos_[x] = i;
     ++cursor_[x];
+    heap_touch(x);
     if (access != Access::kRead) dirty_[x] = 1;
     const ObjectId obj = obj_of_[x];
     if (needed_later(x) || kind_[x] == ItemKind::kPersistent) return;
@@ -1027,6 +1081,8 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
   host_write_.assign(items, -1);
   host_key_.assign(items, -1);
   listed_at_.assign(items, -1);
+  heap_ver_.assign(items, 0);
+  victims_.clear();
   residents_.resize(nc_);
   for (auto& list : residents_)
     list.clear();

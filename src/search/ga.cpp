@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "cost/op_cost.h"
+#include "graph/stats.h"
 #include "plan/allocation.h"
 #include "search/alloc_ops.h"
 #include "search/rng.h"
@@ -26,8 +27,9 @@ namespace sa {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kLayoutFlip = 0.05;  // chance that an arena child switches layouts
-constexpr int kPackedRepairs = 2;     // packed layouts: walks with a lowered capacity at most
+constexpr double kLayoutFlip = 0.05;     // chance that an arena child switches layouts
+constexpr int kPackedRepairs = 2;        // packed layouts: walks with a lowered capacity at most
+constexpr double kPackedNearPeak = 0.9;  // packed seeds only from this share of the peak live bytes
 using Clock = std::chrono::steady_clock;
 
 // The arena's layouts (Note [Arena search] in search/ga.h).
@@ -237,15 +239,21 @@ void Search::make_bases() {
     SA_CHECK(default_allocation(g, ctx_.pb.sizes, eager.order, budget, &eager.alloc, &why), "{}",
              why);
   // The arena's bases: each order placed, in slots, then packed (these
-  // two only: Note [Arena search]).
+  // two only, and only near the peak, where little or nothing is swapped:
+  // Note [Arena search]).
   bases_.push_back(prog);
   if (has_eager) bases_.push_back(eager);
   if (ctx_.arena()) {
     for (Layout l : {Layout::kSlots, Layout::kPacked}) {
       if (l == Layout::kSlots && !ctx_.slots) continue;
-      prog.layout = eager.layout = l;
-      bases_.push_back(prog);
-      if (has_eager) bases_.push_back(eager);
+      for (Candidate* c : {&prog, &eager}) {
+        if (c == &eager && !has_eager) continue;
+        if (l == Layout::kPacked &&
+            static_cast<double>(budget) < kPackedNearPeak * peak_live_bytes(g, c->order))
+          continue;
+        c->layout = l;
+        bases_.push_back(*c);
+      }
     }
   }
 }
@@ -469,6 +477,12 @@ SearchResult Search::run() {
   // Re-plan the best with the full simulation.
   const Candidate& b = best();
   Worker& w = *workers_[0];
+  if (!(b.time_us < kInf)) {
+    const PlanResult seed = w.plan_candidate(bases_[0], &result.plan);
+    throw Error(fmt::format("no plan found within the budget of {} bytes in {} evaluations{}",
+                            ctx_.pb.budget, evaluations_,
+                            seed.ok ? "" : ": the program order's: " + seed.why));
+  }
   const PlanResult planned = w.plan_candidate(b, &result.plan);
   SA_CHECK(planned.ok, "the best candidate no longer plans: {}", planned.why);
   result.plan.method = "swapadvisor";
