@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -158,21 +159,20 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
   return r;
 }
 
-std::vector<MemoryPoint> memory_profile(const Graph& g, const Plan& p,
-                                        std::span<const StepTiming> timeline, double end_us,
-                                        int64_t* peak) {
+std::vector<ObjectTenancy> object_tenancies(const Graph& g, const Plan& p,
+                                            std::span<const StepTiming> timeline, double end_us) {
   const int num_objects = p.num_objects();
   const int n = g.num_tensors();
-  struct Tenancy {
+  struct Current {
     int32_t item = -1;  // tensor, or n + op for a workspace
     double begin = 0, last = 0;
   };
-  std::vector<Tenancy> cur(num_objects);
-  std::vector<std::pair<double, int64_t>> events;  // (time, +bytes / -bytes)
+  std::vector<Current> cur(num_objects);
+  std::vector<ObjectTenancy> out;
   auto close = [&](ObjectId o, double at) {
-    if (cur[o].item < 0) return;
-    events.push_back({cur[o].begin, p.objects[o].bytes});
-    events.push_back({std::max(at, cur[o].begin), -p.objects[o].bytes});
+    const int32_t item = cur[o].item;
+    if (item < 0) return;
+    out.push_back({o, item < n ? item : -1 - (item - n), cur[o].begin, std::max(at, cur[o].begin)});
     cur[o].item = -1;
   };
   auto open = [&](ObjectId o, int32_t item, double at) {
@@ -217,6 +217,22 @@ std::vector<MemoryPoint> memory_profile(const Graph& g, const Plan& p,
     if (cur[r.object].item == r.tensor) kept[r.object] = 1;
   for (ObjectId o = 0; o < num_objects; ++o)
     close(o, kept[o] ? end_us : cur[o].last);
+  std::sort(out.begin(), out.end(), [](const ObjectTenancy& a, const ObjectTenancy& b) {
+    return std::tie(a.begin_us, a.object, a.end_us) < std::tie(b.begin_us, b.object, b.end_us);
+  });
+  return out;
+}
+
+std::vector<MemoryPoint> memory_profile(const Graph& g, const Plan& p,
+                                        std::span<const StepTiming> timeline, double end_us,
+                                        int64_t* peak) {
+  const std::vector<ObjectTenancy> tenancies = object_tenancies(g, p, timeline, end_us);
+  std::vector<std::pair<double, int64_t>> events;  // (time, +bytes / -bytes)
+  events.reserve(2 * tenancies.size());
+  for (const ObjectTenancy& t : tenancies) {
+    events.push_back({t.begin_us, p.objects[t.object].bytes});
+    events.push_back({t.end_us, -p.objects[t.object].bytes});
+  }
   std::sort(events.begin(), events.end());
   std::vector<MemoryPoint> out;
   int64_t bytes = 0, best = 0;

@@ -89,10 +89,26 @@ class Simulator {
   std::vector<double> start_;
 };
 
-// Device bytes in use over time: an object is in use from the start of the
-// step that puts a tensor in it (a swap-in or the creating op) until the
-// tensor's last step on it ends (its last access, swap-out or drop); objects
-// of the initial resident set are in use throughout.
+// One tenant's stay in an object: from the start of the step that puts it
+// there (a swap-in, or the first op that touches it) until its last step on
+// it ends (its last access, swap-out or drop). An initial resident's begins
+// at 0 and, if it is still in its object at the end, lasts until end_us. A
+// tensor swapped in that no later step touches there ends where it begins.
+struct ObjectTenancy {
+  ObjectId object = kNoObject;
+  int32_t tenant = 0;  // a TensorId, or -1 - op for op's workspace
+  double begin_us = 0;
+  double end_us = 0;  // >= begin_us
+};
+
+// Every tenancy of every object of p, by begin, then object. REQUIRES:
+// timeline is the simulator's timeline of p and end_us its iteration's end.
+std::vector<ObjectTenancy> object_tenancies(const Graph& g, const Plan& p,
+                                            std::span<const StepTiming> timeline, double end_us);
+
+// Device bytes in use over time: the bytes of the objects that have a tenant
+// (object_tenancies) at each time; objects of the initial resident set that
+// keep their tenant are in use throughout.
 std::vector<MemoryPoint> memory_profile(const Graph& g, const Plan& p,
                                         std::span<const StepTiming> timeline, double end_us,
                                         int64_t* peak);

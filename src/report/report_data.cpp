@@ -40,6 +40,45 @@ json method_json(const MethodResult& r, bool main) {
   return j;
 }
 
+json optional_json(const auto& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+// Every field of the sweep; its points as columns.
+json sweep_json(const SweepResult& s) {
+  std::vector<int64_t> budget, swap_in, swap_out;
+  std::vector<bool> feasible;
+  std::vector<std::string> why;
+  std::vector<double> iteration_us, throughput, search_seconds;
+  for (const SweepPoint& p : s.points) {
+    budget.push_back(p.budget);
+    feasible.push_back(p.feasible);
+    why.push_back(p.why);
+    iteration_us.push_back(p.iteration_us);
+    throughput.push_back(p.throughput);
+    swap_in.push_back(p.swap_in_bytes);
+    swap_out.push_back(p.swap_out_bytes);
+    search_seconds.push_back(p.search_seconds);
+  }
+  return {{"ideal_us", s.ideal_us},
+          {"peak_live", s.peak_live},
+          {"min_budget", s.min_budget},
+          {"largest_op", s.largest_op},
+          {"no_swap_floor", s.no_swap_floor},
+          {"floor_order", s.floor_order},
+          {"points",
+           {{"budget", budget},
+            {"feasible", feasible},
+            {"why", why},
+            {"iteration_us", iteration_us},
+            {"throughput", throughput},
+            {"swap_in_bytes", swap_in},
+            {"swap_out_bytes", swap_out},
+            {"search_seconds", search_seconds}}},
+          {"target", optional_json(s.target)},
+          {"target_budget", optional_json(s.target_budget)}};
+}
+
 }  // namespace
 
 std::string report_data_json(const ReportInput& in) {
@@ -67,7 +106,7 @@ std::string report_data_json(const ReportInput& in) {
                      {"origin", in.origin},
                      {"budget", in.budget},
                      {"peak_live", in.peak_live},
-                     {"batch", in.batch ? json(*in.batch) : json(nullptr)},
+                     {"batch", optional_json(in.batch)},
                      {"ideal_us", in.ideal_us},
                      {"iteration_us", sim.iteration_us},
                      {"compute_us", sim.compute_us},
@@ -183,6 +222,32 @@ std::string report_data_json(const ReportInput& in) {
   }
   data["memory"] = {{"time", mem_time.values()}, {"bytes", mem_bytes.values()}};
 
+  // The arena: the objects, and every tenancy of them, by begin.
+  {
+    DeltaColumn offset;
+    std::vector<int64_t> bytes;
+    std::vector<int32_t> cls;
+    for (const Block& b : p.objects) {
+      offset.push(b.offset);
+      bytes.push_back(b.bytes);
+      cls.push_back(b.cls);
+    }
+    DeltaColumn begin;
+    std::vector<int64_t> dur;
+    std::vector<int32_t> object, tenant;
+    for (const ObjectTenancy& t : object_tenancies(g, p, sim.timeline, sim.iteration_us)) {
+      object.push_back(t.object);
+      tenant.push_back(t.tenant >= 0 ? tensor_row(t.tenant) : t.tenant);
+      const int64_t a = ns(t.begin_us);
+      begin.push(a);
+      dur.push_back(std::max<int64_t>(0, ns(t.end_us) - a));
+    }
+    data["arena"] = {
+        {"objects", {{"offset", offset.values()}, {"bytes", bytes}, {"cls", cls}}},
+        {"tenancies",
+         {{"object", object}, {"tenant", tenant}, {"begin", begin.values()}, {"dur", dur}}}};
+  }
+
   const std::vector<TensorTraffic> moved = tensor_traffic(g, p);
   json tr = {{"tensor", json::array()}, {"in", json::array()},    {"out", json::array()},
              {"drops", json::array()},  {"bytes", json::array()}, {"total", moved.size()}};
@@ -235,6 +300,8 @@ std::string report_data_json(const ReportInput& in) {
                     {"by_cause", stall_causes_json(stalls)},
                     {"top", std::move(tj)},
                     {"by_tensor", std::move(bt)}};
+
+  if (in.sweep) data["sweep"] = sweep_json(*in.sweep);
 
   // Last: every row that the tables above added is in.
   data["tensors"] = {{"id", t_id}, {"name", t_name}, {"kind", t_kind}, {"bytes", t_bytes}};

@@ -15,12 +15,17 @@
 //             evaluations}, main]
 //   kinds, phases, types   names that the columns below index
 //   ops       {type, phase, name}: every op of the graph
-//   tensors   {id, name, kind, bytes}: the tensors that steps copy or drop;
-//             every "tensor" column below indexes this table
+//   tensors   {id, name, kind, bytes}: the tensors that steps copy or drop
+//             or that objects hold; every "tensor", copy "subject" and
+//             "tenant" column below indexes this table
 //   lanes     {compute, h2d, d2h}: each {start (Δns), dur (ns), subject}, in
 //             stream order; subject is the op (compute) or the tensor row
 //   drops     {time (Δns), subject}
 //   memory    {time (Δns), bytes (Δ)}: SimResult::memory
+//   arena     {objects: {offset (Δ), bytes, cls (-1: an arena plan)}: Plan::objects;
+//             tenancies: {object, tenant (a tensor row, or -1 - op for that
+//             op's workspace), begin (Δns), dur (ns)}: object_tenancies()
+//             (plan/simulator.h), by begin then object}
 //   traffic   {tensor, in, out, drops, bytes, total}: the top rows of
 //             tensor_traffic() (report/traffic.h); total counts all of them
 //   stalls    {count, total_us, unattributed_us, by_cause (stall_causes_json),
@@ -28,6 +33,10 @@
 //             culprit_kind (StepKind, -1: none), culprit_tensor (-1: none),
 //             culprit_start_ns}, by_tensor: {tensor, idle_ns, stalls, via_in,
 //             via_out}} from attribute_stalls() (report/stalls.h), longest first
+//   sweep     only with ReportInput::sweep: every SweepResult field
+//             (methods/sweep.h), target and target_budget null when unset, and
+//             points: {budget, feasible, why, iteration_us, throughput,
+//             swap_in_bytes, swap_out_bytes, search_seconds}
 
 #include <string>
 

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Loads a report in headless Chromium and checks that the page works:
 #   - no console message and no uncaught error (the page logs nothing);
-#   - the timeline and the memory plot drew (the page sets data-drawn on
-#     <body> and on each canvas after its first draw);
-#   - a screenshot is saved as a test artifact: ARTIFACTS/report.png.
-# usage: browser_test.sh SWAPADVISOR TEST_DATA ARTIFACTS
+#   - the timeline, the memory plot and the arena drew, and the budget sweep
+#     on the page that has one (the page sets data-drawn on <body> and on
+#     each canvas after its first draw);
+#   - its self-test (report.html#selftest) hovered every plot, found
+#     tooltips in each and selected a tensor by clicking the arena;
+#   - screenshots are saved as test artifacts: ARTIFACTS/report*.png.
+# usage: browser_test.sh SWAPADVISOR TEST_DATA ARTIFACTS REPORT_SAMPLE
+# (REPORT_SAMPLE: tests/report/report_sample.cpp, a page with an arena plan
+# and a budget sweep.)
 # Exits 77 (CTest: skipped) when no chromium is installed.
 set -uo pipefail
 SA="$1"
 DATA="$2"
 ART="$3"
+SAMPLE="$4"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 source "$HERE/chromium.sh"
 if ! find_chromium; then
@@ -29,9 +35,12 @@ GRAPH="$DATA/graphs/resnet50-b64.json.gz"
   --trace "$ART/trace.json" > /dev/null || fail "swapadvisor plan --trace failed"
 "$SA" report "$GRAPH" "$WORK/plan.json" -o "$WORK/plan-only.html" > /dev/null \
   || fail "swapadvisor report GRAPH PLAN failed"
+# An arena plan (planned offsets) with a budget sweep.
+"$SAMPLE" "$GRAPH" "$ART/report-sweep.html" || fail "report_sample failed"
 
+# check_page PAGE NAME SWEEP: SWEEP is 1 when the page has a budget sweep.
 check_page() {
-  local page="$1" name="$2"
+  local page="$1" name="$2" sweep="$3"
   run_chromium "$WORK" --dump-dom "file://$page" > "$WORK/$name.dom" 2> "$WORK/$name.log"
   local rc=$?
   [ $rc -eq 0 ] || { tail -20 "$WORK/$name.log"; fail "$name: chromium exited with $rc"; }
@@ -40,23 +49,46 @@ check_page() {
   fi
   grep -q 'data-errors=' "$WORK/$name.dom" && fail "$name: the page caught errors"
   local drawn
-  drawn="$(grep -o 'data-drawn="timeline:[0-9]* memory:[0-9]*"' "$WORK/$name.dom")" \
+  drawn="$(grep -o 'data-drawn="timeline:[0-9]* memory:[0-9]* arena:[0-9]* sweep:[a-z0-9]*"' "$WORK/$name.dom")" \
     || fail "$name: the plots did not draw (no data-drawn on <body>)"
-  [[ "$drawn" =~ timeline:([0-9]+)\ memory:([0-9]+) ]] || fail "$name: bad data-drawn: $drawn"
-  [ "${BASH_REMATCH[1]}" -gt 0 ] || fail "$name: the timeline drew no steps"
-  [ "${BASH_REMATCH[2]}" -gt 0 ] || fail "$name: the memory plot drew no points"
-  [ "$(grep -o '<canvas id="[a-z]*"[^>]*data-drawn' "$WORK/$name.dom" | wc -l)" -eq 2 ] \
+  [[ "$drawn" =~ timeline:([0-9]+)\ memory:([0-9]+)\ arena:([0-9]+)\ sweep:([a-z0-9]+) ]] \
+    || fail "$name: bad data-drawn: $drawn"
+  local steps="${BASH_REMATCH[1]}" points="${BASH_REMATCH[2]}" tenancies="${BASH_REMATCH[3]}"
+  local sweep_points="${BASH_REMATCH[4]}"
+  [ "$steps" -gt 0 ] || fail "$name: the timeline drew no steps"
+  [ "$points" -gt 0 ] || fail "$name: the memory plot drew no points"
+  [ "$tenancies" -gt 0 ] || fail "$name: the arena drew no tenancies"
+  local canvases=3
+  if [ "$sweep" = 1 ]; then
+    [[ "$sweep_points" =~ ^[0-9]+$ ]] && [ "$sweep_points" -gt 0 ] \
+      || fail "$name: the budget sweep drew no points ($drawn)"
+    grep -q '<section id="sweep-section" hidden' "$WORK/$name.dom" && fail "$name: the sweep section is hidden"
+    canvases=4
+  else
+    [ "$sweep_points" = none ] || fail "$name: a sweep drew without a sweep ($drawn)"
+    grep -q '<section id="sweep-section" hidden' "$WORK/$name.dom" || fail "$name: the empty sweep section shows"
+  fi
+  [ "$(grep -o '<canvas id="[a-z]*"[^>]*data-drawn' "$WORK/$name.dom" | wc -l)" -eq "$canvases" ] \
     || fail "$name: a canvas lacks data-drawn"
   local ms
   ms="$(grep -o 'data-draw-ms="[0-9]*"' "$WORK/$name.dom" | grep -o '[0-9]*')"
   echo "$name: drawn ($drawn) $ms ms after navigation"
 }
-check_page "$ART/report.html" report
-check_page "$WORK/plan-only.html" plan-only
-# The page's self-test zooms, pans, hovers every lane and clicks the tables.
-check_page "$ART/report.html#selftest" selftest
-grep -q 'data-selftest="ok tooltips:[1-9]' "$WORK/selftest.dom" \
-  || fail "selftest: $(grep -o 'data-selftest="[^"]*"' "$WORK/selftest.dom" || echo 'did not finish')"
+check_page "$ART/report.html" report 0
+check_page "$WORK/plan-only.html" plan-only 0
+check_page "$ART/report-sweep.html" sweep 1
+# The page's self-test zooms, pans, hovers every lane, the arena and the
+# sweep, and clicks the tables and a tenancy.
+check_selftest() {
+  local name="$1" sweep_tips="$2"
+  grep -Eq "data-selftest=\"ok tooltips:[1-9][0-9]* arena:[1-9][0-9]* click:ok sweep:$sweep_tips\"" "$WORK/$name.dom" \
+    || fail "$name: $(grep -o 'data-selftest="[^"]*"' "$WORK/$name.dom" || echo 'did not finish')"
+  echo "$name: $(grep -o 'data-selftest="[^"]*"' "$WORK/$name.dom")"
+}
+check_page "$ART/report.html#selftest" selftest 0
+check_selftest selftest none
+check_page "$ART/report-sweep.html#selftest" selftest-sweep 1
+check_selftest selftest-sweep '[1-9][0-9]*'
 
 screenshot() {
   rm -f "$2"
@@ -67,4 +99,5 @@ screenshot() {
 }
 screenshot "$ART/report.html" "$ART/report.png" 1400,2600
 screenshot "$ART/report.html#selftest" "$ART/report-interaction.png" 1400,1250
+screenshot "$ART/report-sweep.html" "$ART/report-sweep.png" 1400,3000
 echo "PASS"

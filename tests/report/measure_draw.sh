@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # How long a report page takes to open in headless Chromium: the time from
-# navigation until its plots have drawn (the page's data-draw-ms), over N loads.
+# navigation until its plots have drawn (the page's data-draw-ms), over N
+# loads; and how long a redraw takes, of all the plots and of the arena alone.
 # usage: measure_draw.sh REPORT.html [N]
 set -euo pipefail
 PAGE="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
@@ -15,5 +16,6 @@ for i in $(seq "$N"); do
   run_chromium "$WORK" --dump-dom "file://$PAGE#bench" 2> /dev/null > "$WORK/dom.html"
   attr() { grep -o "$1=\"[^\"]*\"" "$WORK/dom.html" | head -1 | cut -d'"' -f2; }
   echo "load $i: drawn $(attr data-draw-ms) ms after navigation (script started at" \
-       "$(attr data-script-ms) ms; $(attr data-drawn)); a redraw takes $(attr data-redraw-ms) ms"
+       "$(attr data-script-ms) ms; $(attr data-drawn)); a redraw takes $(attr data-redraw-ms) ms;" \
+       "the arena's first draw $(attr data-arena-draw-ms) ms, a redraw $(attr data-arena-redraw-ms) ms"
 done

@@ -26,6 +26,14 @@
 //
 // Stalls: 4 + 10 + 20 + 4 = 38 us = SimResult::stall_us (59 - 21 of compute).
 // By tensor: t1 30 us (2 stalls: 1 swap-in, 1 swap-out), t0 8 us (2 swap-ins).
+//
+// Objects 0 and 1 (one size class of 20 B) and their tenancies
+// (object_tenancies): t0 fills object 0 with its swap-in at 0 and leaves it
+// with the drop at 14; t1 is in object 1 from its swap-in at 4 to the end of
+// its swap-out at 49; t2 in object 0 from 24 to its drop at 58; t0 comes back
+// into object 1 at 54 for the next iteration and no step uses it there, so
+// its tenancy ends where it begins. Bytes in use (SimResult::memory): 20 from
+// 0, 40 from 4, 20 from 14, 40 from 24, 20 from 49 (and 54), 0 from 58.
 
 #include <vector>
 
@@ -42,6 +50,12 @@ struct StallFixture {
   DeviceProfile device;
   std::vector<double> op_us{10, 5, 5, 1};
   SimResult sim;
+  // By hand, as above: tenancies {object, tenant, begin, end} by begin then
+  // object, and the memory profile.
+  std::vector<ObjectTenancy> expected_tenancies{
+      {0, 0, 0, 14}, {1, 1, 4, 49}, {0, 2, 24, 58}, {1, 0, 54, 54}};
+  std::vector<MemoryPoint> expected_memory{{0, 20},  {4, 40},  {14, 20}, {24, 40},
+                                           {49, 20}, {54, 20}, {58, 0}};
 
   StallFixture() {
     GraphBuilder b;
@@ -90,6 +104,51 @@ struct StallFixture {
     plan.waits.insert(plan.waits.end(), waits.begin(), waits.end());
     s.wait_end = static_cast<int32_t>(plan.waits.size());
     plan.steps.push_back(s);
+  }
+};
+
+// The same steps and timeline as an arena plan (planned offsets, no
+// classes), each tenant in an object of its own bytes, and op1 given an 8 B
+// workspace (object 4) while it runs, [24, 29):
+//
+//   object  offset  bytes  tenancies
+//   0       0       4      t0 [ 0, 14]  s0 swap-in .. s5 drop
+//   1       4       20     t1 [ 4, 49]  s2 swap-in .. s4 swap-out
+//   2       0       6      t2 [24, 58]  s6 swap-in .. s9 drop: object 0's addresses, after t0
+//   3       6       4      t0 [54, 54]  s8 swap-in, used by no later step: inside object 1's
+//                                       range, after t1 left it
+//   4       24      8      op1's workspace [24, 29]
+//
+//   addresses
+//   [24, 32)                       [ws]
+//   [ 4, 24)      [=========== t1 ===========]
+//   [ 6, 10)                                    |t0
+//   [ 0,  6)                       [=========== t2 ==========]
+//   [ 0,  4)  [==== t0 ====]
+//   time →    0   4        14      24  29       49  54       58
+//
+// Object 2 fills after the drop that emptied object 0 (s6 waits for s5);
+// object 3 after op2 (s8 waits for s7), which waited for t1's swap-out (s4).
+// Bytes in use: 4 from 0, 24 from 4, 20 from 14, 34 from 24, 26 from 29, 6
+// from 49 (and 54), 0 from 58.
+struct ArenaFixture : StallFixture {
+  ArenaFixture() {
+    expected_tenancies = {
+        {0, 0, 0, 14}, {1, 1, 4, 49}, {2, 2, 24, 58}, {4, -2, 24, 29}, {3, 0, 54, 54}};
+    expected_memory = {{0, 4}, {4, 24}, {14, 20}, {24, 34}, {29, 26}, {49, 6}, {54, 6}, {58, 0}};
+    graph.ops[1].workspace_bytes = 8;
+    plan.allocator = Allocator::kArena;
+    plan.pool = {};
+    plan.tensor_class.clear();
+    plan.workspace_class.clear();
+    plan.objects = {{0, 4, -1}, {4, 20, -1}, {0, 6, -1}, {6, 4, -1}, {24, 8, -1}};
+    plan.access_begin = {0, 0, 1, 1, 1};
+    plan.access_objects = {4};
+    const ObjectId object_of_step[] = {0, kNoObject, 1, kNoObject, 1,        0,
+                                       2, kNoObject, 3, 2,         kNoObject};
+    for (StepId s = 0; s < plan.num_steps(); ++s)
+      plan.steps[s].object = object_of_step[s];
+    sim = Simulator().run(graph, plan, op_us, device, {.record_timeline = true});
   }
 };
 

@@ -1,4 +1,8 @@
-// The report page: placeholders filled, data embedded safely and complete.
+// The report page: placeholders filled, data embedded safely and complete;
+// the arena and sweep data of hand-built plans (plan_fixture.h).
+
+#include <cmath>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -12,10 +16,12 @@ namespace {
 
 using nlohmann::json;
 
-struct Report {
-  testing::StallFixture f;
+// The report of a fixture's plan (main), beside an infeasible method.
+template <class Fixture>
+struct ReportOf {
+  Fixture f;
   std::vector<MethodResult> methods;
-  Report() {
+  ReportOf() {
     MethodResult r;
     r.name = "hand";
     r.feasible = true;
@@ -30,7 +36,7 @@ struct Report {
   ReportInput input() const {
     return {.graph = f.graph,
             .device = f.device,
-            .budget = 40,
+            .budget = f.plan.memory_budget,
             .peak_live = 30,
             .batch = std::nullopt,
             .ideal_us = 21,
@@ -40,6 +46,7 @@ struct Report {
             .source = "plan_fixture.h"};
   }
 };
+using Report = ReportOf<testing::StallFixture>;
 
 // Adds back the deltas of a delta-encoded column.
 std::vector<int64_t> sums(const json& deltas) {
@@ -75,6 +82,117 @@ TEST(ReportData, ColumnsMatchThePlan) {
   EXPECT_EQ(d["stalls"]["top"]["idle_ns"][0], 20000);
   EXPECT_EQ(d["stalls"]["count"], 4);
   EXPECT_EQ(tensors["id"][d["traffic"]["tensor"][0].get<int>()], 1);
+}
+
+// The tenancy columns as (object, tensor id or -1 - op, begin ns, end ns).
+using TenancyRow = std::tuple<int, int, int64_t, int64_t>;
+std::vector<TenancyRow> tenancy_rows(const json& d) {
+  const json& t = d["arena"]["tenancies"];
+  const std::vector<int64_t> begin = sums(t["begin"]);
+  std::vector<TenancyRow> out;
+  for (size_t i = 0; i < begin.size(); ++i) {
+    const int tenant = t["tenant"][i];
+    const int id = tenant >= 0 ? d["tensors"]["id"][tenant].get<int>() : tenant;
+    out.push_back({t["object"][i], id, begin[i], begin[i] + t["dur"][i].get<int64_t>()});
+  }
+  return out;
+}
+std::vector<TenancyRow> in_ns(const std::vector<ObjectTenancy>& want) {
+  std::vector<TenancyRow> out;
+  for (const ObjectTenancy& e : want)
+    out.push_back(
+        {e.object, e.tenant, std::llround(e.begin_us * 1e3), std::llround(e.end_us * 1e3)});
+  return out;
+}
+
+// The fixture's objects, and its tenancies (plan_fixture.h works them out).
+TEST(ReportArena, SizeClassPlan) {
+  Report r;
+  const json d = json::parse(report_data_json(r.input()));
+  const json& o = d["arena"]["objects"];
+  EXPECT_EQ(sums(o["offset"]), (std::vector<int64_t>{0, 20}));
+  EXPECT_EQ(o["bytes"], json({20, 20}));
+  EXPECT_EQ(o["cls"], json({0, 0}));
+  EXPECT_EQ(tenancy_rows(d), in_ns(r.f.expected_tenancies));
+  // As stored: begins 0, 4, 24, 54 us as deltas; durations 14, 45, 34, 0 us.
+  EXPECT_EQ(d["arena"]["tenancies"]["begin"], json({0, 4000, 20000, 30000}));
+  EXPECT_EQ(d["arena"]["tenancies"]["dur"], json({14000, 45000, 34000, 0}));
+  EXPECT_EQ(d["summary"]["allocator"], "size-class");
+  EXPECT_EQ(d["summary"]["arena_bytes"], 40);
+  EXPECT_EQ(d["summary"]["objects"], 2);
+  EXPECT_FALSE(d.contains("sweep"));
+}
+
+// Objects 0 and 2 share offset 0 (t0 until 14, then t2 from 24); object 3
+// lies inside object 1's range, filled at 54 after t1 left object 1 at 49.
+TEST(ReportArena, ArenaPlanObjectsOverlapInAddress) {
+  ReportOf<testing::ArenaFixture> r;
+  const json d = json::parse(report_data_json(r.input()));
+  const json& o = d["arena"]["objects"];
+  EXPECT_EQ(sums(o["offset"]), (std::vector<int64_t>{0, 4, 0, 6, 24}));
+  EXPECT_EQ(o["bytes"], json({4, 20, 6, 4, 8}));
+  EXPECT_EQ(o["cls"], json({-1, -1, -1, -1, -1}));
+  EXPECT_EQ(tenancy_rows(d), in_ns(r.f.expected_tenancies));
+  EXPECT_EQ(d["arena"]["tenancies"]["tenant"][3], -2);  // op1's workspace: -1 - 1
+  EXPECT_EQ(d["summary"]["allocator"], "arena");
+  EXPECT_EQ(d["summary"]["arena_bytes"], 32);
+  EXPECT_EQ(d["summary"]["objects"], 5);
+}
+
+TEST(ReportSweep, EveryFieldOfTheSweep) {
+  Report r;
+  SweepResult s;
+  s.ideal_us = 21;
+  s.peak_live = 30;
+  s.min_budget = 20;
+  s.largest_op = 20;
+  s.no_swap_floor = 28;
+  s.floor_order = "program";
+  s.points = {{.budget = 10, .feasible = false, .why = "below the largest op's 20 B"},
+              {.budget = 20,
+               .feasible = true,
+               .iteration_us = 59,
+               .throughput = 21.0 / 59,
+               .swap_in_bytes = 34,
+               .swap_out_bytes = 20,
+               .search_seconds = 0.5},
+              {.budget = 30,
+               .feasible = true,
+               .iteration_us = 21,
+               .throughput = 1,
+               .search_seconds = 0.25}};
+  s.target = 0.9;
+  s.target_budget = 30;
+  ReportInput in = r.input();
+  in.sweep = &s;
+  const json d = json::parse(report_data_json(in));
+  ASSERT_TRUE(d.contains("sweep"));
+  const json& j = d["sweep"];
+  EXPECT_EQ(j["ideal_us"], 21);
+  EXPECT_EQ(j["peak_live"], 30);
+  EXPECT_EQ(j["min_budget"], 20);
+  EXPECT_EQ(j["largest_op"], 20);
+  EXPECT_EQ(j["no_swap_floor"], 28);
+  EXPECT_EQ(j["floor_order"], "program");
+  EXPECT_EQ(j["target"], 0.9);
+  EXPECT_EQ(j["target_budget"], 30);
+  const json& p = j["points"];
+  EXPECT_EQ(p["budget"], json({10, 20, 30}));
+  EXPECT_EQ(p["feasible"], json({false, true, true}));
+  EXPECT_EQ(p["why"], json({"below the largest op's 20 B", "", ""}));
+  EXPECT_EQ(p["iteration_us"], json({0, 59, 21}));
+  EXPECT_DOUBLE_EQ(p["throughput"][1].get<double>(), 21.0 / 59);
+  EXPECT_EQ(p["throughput"][2], 1);
+  EXPECT_EQ(p["swap_in_bytes"], json({0, 34, 0}));
+  EXPECT_EQ(p["swap_out_bytes"], json({0, 20, 0}));
+  EXPECT_EQ(p["search_seconds"], json({0, 0.5, 0.25}));
+
+  // Without a target, both target fields are null.
+  s.target.reset();
+  s.target_budget.reset();
+  const json e = json::parse(report_data_json(in))["sweep"];
+  EXPECT_TRUE(e["target"].is_null());
+  EXPECT_TRUE(e["target_budget"].is_null());
 }
 
 TEST(ReportPage, FillsTheTemplateAndEscapesNames) {

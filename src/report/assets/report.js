@@ -1,11 +1,15 @@
 // The report page: reads the JSON data embedded in the page (report_data.h
-// documents it) and draws the summary, the tables, the timeline and the
-// memory plot. No library: the plots are two canvases drawn here.
+// documents it) and draws the summary, the tables, the budget sweep, the
+// timeline, the memory plot and the arena. No library: the plots are
+// canvases drawn here.
 //
 // Large plans: every lane is an array of steps in time order, so the visible
 // ones are found by binary search (culling) and steps narrower than a pixel
 // are summed into per-column coverage (aggregation); a redraw visits only the
-// visible steps and draws at most a few rectangles per pixel column.
+// visible steps and draws at most a few rectangles per pixel column. The
+// arena paints its tenancies into a pixel buffer, each pixel the blend of
+// what covers it, as runs along the rows: a redraw costs the visible
+// tenancies times the rows each touches, plus the plot's pixels.
 (function () {
   "use strict";
 
@@ -70,6 +74,23 @@
   drops.n = drops.time.length;
   const mem = { time: undelta(D.memory.time), bytes: undelta(D.memory.bytes) };
   mem.n = mem.time.length;
+  // The arena: objects (address ranges) and their tenancies, sorted by begin.
+  // maxEnd[i] is the latest end among tenancies 0..i (non-decreasing), so the
+  // first one that can be visible from t0 on is found by binary search.
+  const arena = (function () {
+    const O = D.arena.objects, R = D.arena.tenancies;
+    const begin = undelta(R.begin), end = new Float64Array(begin.length), maxEnd = new Float64Array(begin.length);
+    for (let i = 0, m = 0; i < begin.length; i++) {
+      end[i] = begin[i] + R.dur[i];
+      m = Math.max(m, end[i]);
+      maxEnd[i] = m;
+    }
+    return {
+      offset: undelta(O.offset), bytes: Float64Array.from(O.bytes), cls: Int32Array.from(O.cls),
+      object: Int32Array.from(R.object), tenant: Int32Array.from(R.tenant),
+      begin: begin, end: end, maxEnd: maxEnd, n: begin.length,
+    };
+  })();
   const PERSISTENT = new Set(["param", "buffer", "optimizer_state"]);
   const tensorPersistent = Uint8Array.from(tensors.kind, (k) => PERSISTENT.has(D.kinds[k]) ? 1 : 0);
 
@@ -104,7 +125,9 @@
       ["Iteration time", fmtUs(S.iteration_us), S.batch ? (S.batch / (S.iteration_us * 1e-6)).toFixed(1) + " samples/s (batch " + S.batch + ")" : "simulated"],
       ["Of ideal", fmtPct(vsIdeal), "ideal " + fmtUs(S.ideal_us) + " (sum of op times)"],
       ["Memory budget", fmtBytes(S.budget), fmtPct(S.budget / S.peak_live) + " of peak live " + fmtBytes(S.peak_live)],
-      ["Device memory peak", fmtBytes(S.peak_device_bytes), "pool " + fmtBytes(S.pool_bytes) + " in " + fmtInt(S.classes) + " size classes"],
+      ["Device memory peak", fmtBytes(S.peak_device_bytes), S.allocator === "arena"
+        ? "arena " + fmtBytes(S.arena_bytes) + ", planned offsets, " + fmtInt(S.objects) + " objects"
+        : "pool " + fmtBytes(S.pool_bytes) + " in " + fmtInt(S.classes) + " size classes"],
       ["Swapped in", fmtBytes(S.swap_in_bytes), fmtInt(S.swap_ins) + " copies host → device"],
       ["Swapped out", fmtBytes(S.swap_out_bytes), fmtInt(S.swap_outs) + " copies device → host, " + fmtInt(S.drops) + " drops"],
       ["Compute stall", fmtUs(S.stall_us), fmtPct(stallShare) + " of the iteration"],
@@ -545,14 +568,15 @@
     ctx.setLineDash([]);
   }
 
-  function drawMemory() {
-    const c = $("memory");
-    const { ctx, plotW } = setupCanvas(c, MEM_H);
-    const x0 = GUTTER, w = plotW, top = MEM_TOP, ph = MEM_H - MEM_TOP - MEM_BOTTOM;
-    const ymax = Math.max(S.budget, S.peak_device_bytes, S.pool_bytes, 1) * 1.08;
-    const yOf = (b) => top + ph - b / ymax * ph;
-    // Grid and y labels.
-    const gstep = niceStep(ymax / 1073741824, 4) * 1073741824;
+  // A step for n or so grid lines up to max bytes: 1, 2 or 5 times a power
+  // of ten of max's unit (B, KiB, MiB, GiB, ...), at least a byte.
+  function byteStep(max, n) {
+    const unit = Math.pow(1024, Math.max(0, Math.floor(Math.log(Math.max(max, 1)) / Math.log(1024))));
+    return Math.max(1, niceStep(max / unit, n) * unit);
+  }
+  // Horizontal grid lines every byteStep, labelled left of x0.
+  function drawByteGrid(ctx, x0, w, ymax, yOf) {
+    const gstep = byteStep(ymax, 4);
     ctx.font = "11px system-ui, 'DejaVu Sans', sans-serif";
     ctx.textBaseline = "middle";
     ctx.textAlign = "right";
@@ -563,6 +587,31 @@
       ctx.fillStyle = COLORS.axis;
       ctx.fillText(fmtBytes(b), x0 - 10, y);
     }
+  }
+  // A labelled reference line at height y across [x0, x0 + w).
+  function hline(ctx, x0, w, y, color, dash, text, below) {
+    y = Math.round(y) + 0.5;
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 1.5;
+    ctx.setLineDash(dash);
+    ctx.beginPath(); ctx.moveTo(x0, y); ctx.lineTo(x0 + w, y); ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.fillStyle = color;
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    ctx.font = "600 11px system-ui, 'DejaVu Sans', sans-serif";
+    ctx.fillText(text, x0 + w - 6, y + (below ? 9 : -8));
+  }
+  // What the objects are called: planned offsets make an arena, size classes a pool.
+  const spaceName = S.allocator === "arena" ? "arena" : "pool";
+
+  function drawMemory() {
+    const c = $("memory");
+    const { ctx, plotW } = setupCanvas(c, MEM_H);
+    const x0 = GUTTER, w = plotW, top = MEM_TOP, ph = MEM_H - MEM_TOP - MEM_BOTTOM;
+    const ymax = Math.max(S.budget, S.peak_device_bytes, S.pool_bytes, 1) * 1.08;
+    const yOf = (b) => top + ph - b / ymax * ph;
+    drawByteGrid(ctx, x0, w, ymax, yOf);
     drawTimeAxis(ctx, x0, w, top, ph, MEM_H - MEM_BOTTOM / 2);
     // Per column: the most bytes in use at any moment of the column (peaks stay visible).
     const cols = Math.ceil(w), k = w / (view.t1 - view.t0);
@@ -605,29 +654,233 @@
       ctx.stroke();
     }
     // Reference lines.
-    const hline = (b, color, dash, text, below) => {
-      const y = Math.round(yOf(b)) + 0.5;
-      ctx.strokeStyle = color;
-      ctx.lineWidth = 1.5;
-      ctx.setLineDash(dash);
-      ctx.beginPath(); ctx.moveTo(x0, y); ctx.lineTo(x0 + w, y); ctx.stroke();
-      ctx.setLineDash([]);
-      ctx.fillStyle = color;
-      ctx.textAlign = "right";
-      ctx.font = "600 11px system-ui, 'DejaVu Sans', sans-serif";
-      ctx.fillText(text, x0 + w - 6, y + (below ? 9 : -8));
-    };
-    hline(S.budget, COLORS.budget, [6, 4], "budget " + fmtBytes(S.budget), false);
-    if (S.pool_bytes < S.budget * 0.985) hline(S.pool_bytes, COLORS.pool, [2, 3], "pool " + fmtBytes(S.pool_bytes), true);
+    hline(ctx, x0, w, yOf(S.budget), COLORS.budget, [6, 4], "budget " + fmtBytes(S.budget), false);
+    if (S.pool_bytes < S.budget * 0.985)
+      hline(ctx, x0, w, yOf(S.pool_bytes), COLORS.pool, [2, 3], spaceName + " " + fmtBytes(S.pool_bytes), true);
     if (hover && hover.time !== undefined) drawCursor(ctx, x0, w, top, ph, hover.time);
     c.setAttribute("data-drawn", String(visited));
     return visited;
+  }
+
+  // ------------------------------------------------------------------ arena
+
+  // Tenancies are coloured by their tensor's kind; workspaces have their own.
+  const KIND_COLOR = {
+    param: "#4e79a7", buffer: "#76b7b2", optimizer_state: "#9c755f", input: "#edc948",
+    activation: "#f28e2b", gradient: "#b07aa1", temp: "#bab0ac",
+  };
+  const WORKSPACE_COLOR = "#8cd17d";
+  const rgbOf = (hex) => [1, 3, 5].map((k) => parseInt(hex.substr(k, 2), 16));
+  const KIND_RGB = D.kinds.map((k) => rgbOf(KIND_COLOR[k] || "#8c959f"));
+  const WORKSPACE_RGB = rgbOf(WORKSPACE_COLOR);
+  const ARENA_H = 300, ARENA_TOP = 14, ARENA_BOTTOM = 26;
+  const ARENA_OUTLINE = 5;  // CSS pixels: tenancies at least this wide and tall get an outline
+  const arenaMax = Math.max(S.budget, S.arena_bytes, 1) * 1.04;  // bytes at the top of the plot
+  // The pixel buffer, per device pixel of the plot: the colour weighted by
+  // the area covered (r, g, b) and that area (a), stored as differences
+  // along each row: a tenancy adds its coverage of a run of columns where
+  // the run begins and takes it off after it ends, and one pass adds the
+  // rows up. So a tenancy costs the rows it touches, not its width (zoomed
+  // out, most are far thinner than a pixel and hundreds of pixels wide).
+  const arenaBuf = { w: 0, h: 0, dif: null, canvas: null, ctx: null, img: null };
+
+  // Pixel box of tenancy i in the visible window: x in [xa, xb) from the
+  // plot's left, y in [ya, yb) from its bottom, in units of kx per ns, ky per byte.
+  function tenancyBox(i, kx, ky) {
+    const o = arena.object[i];
+    return {
+      xa: (Math.max(arena.begin[i], view.t0) - view.t0) * kx,
+      xb: (Math.min(arena.end[i], view.t1) - view.t0) * kx,
+      ya: arena.offset[o] * ky,
+      yb: (arena.offset[o] + arena.bytes[o]) * ky,
+    };
+  }
+
+  // Adds the box [xa, xb) x [ya, yb) (device pixels, y from the bottom) in
+  // colour rgb to the buffer.
+  function paintBox(B, xa, xb, ya, yb, rgb) {
+    const PW = B.w, PH = B.h, dif = B.dif;
+    if (xb - xa < 0.05) { const m = (xa + xb) / 2; xa = m - 0.025; xb = m + 0.025; }  // instants stay visible
+    xa = Math.max(xa, 0); xb = Math.min(xb, PW); ya = Math.max(ya, 0); yb = Math.min(yb, PH);
+    if (xb <= xa || yb <= ya) return;
+    const ca = Math.floor(xa), cb = Math.ceil(xb) - 1;  // the columns touched
+    const fa = ca === cb ? xb - xa : ca + 1 - xa, fb = xb - cb;  // their edge columns' coverage
+    for (let ry = Math.floor(ya), rb = Math.ceil(yb); ry < rb; ry++) {
+      const fy = Math.min(yb, ry + 1) - Math.max(ya, ry);
+      const at = (PH - 1 - ry) * (PW + 1);  // the row's first column
+      addRun(dif, at + ca, at + ca + 1, fy * fa, rgb);
+      if (cb === ca) continue;
+      addRun(dif, at + cb, at + cb + 1, fy * fb, rgb);
+      if (cb > ca + 1) addRun(dif, at + ca + 1, at + cb, fy, rgb);
+    }
+  }
+  // Coverage f of colour rgb on the pixels [a, b) of one row of the differences.
+  function addRun(dif, a, b, f, rgb) {
+    a *= 4; b *= 4;
+    dif[a] += f * rgb[0]; dif[a + 1] += f * rgb[1]; dif[a + 2] += f * rgb[2]; dif[a + 3] += f;
+    dif[b] -= f * rgb[0]; dif[b + 1] -= f * rgb[1]; dif[b + 2] -= f * rgb[2]; dif[b + 3] -= f;
+  }
+
+  // The tenancies that overlap [t0, t1], in begin order: calls fn(i).
+  // (drawArena's loop is this one, inlined.)
+  function forVisibleTenancies(t0, t1, fn) {
+    for (let i = firstEnding(arena.maxEnd, arena.n, t0); i < arena.n && arena.begin[i] <= t1; i++)
+      if (arena.end[i] >= t0) fn(i);
+  }
+
+  function drawArena() {
+    const c = $("arena");
+    const { ctx, plotW } = setupCanvas(c, ARENA_H);
+    const dpr = window.devicePixelRatio || 1;
+    const x0 = GUTTER, w = plotW, top = ARENA_TOP, ph = ARENA_H - ARENA_TOP - ARENA_BOTTOM;
+    const yOf = (b) => top + ph - b / arenaMax * ph;
+    ctx.fillStyle = COLORS.lane;
+    ctx.fillRect(x0, top, w, ph);
+    drawByteGrid(ctx, x0, w, arenaMax, yOf);
+    drawTimeAxis(ctx, x0, w, top, ph, ARENA_H - ARENA_BOTTOM / 2);
+    const PW = Math.max(1, Math.round(w * dpr)), PH = Math.max(1, Math.round(ph * dpr));
+    const B = arenaBuf;
+    if (B.w !== PW || B.h !== PH) {
+      B.w = PW; B.h = PH;
+      B.dif = new Float64Array((PW + 1) * PH * 4);  // doubles: the + and - must cancel
+      B.canvas = document.createElement("canvas");
+      B.canvas.width = PW; B.canvas.height = PH;
+      B.ctx = B.canvas.getContext("2d");
+      B.img = B.ctx.createImageData(PW, PH);
+    } else B.dif.fill(0);
+    const dif = B.dif;
+    const kx = PW / (view.t1 - view.t0), ky = PH / arenaMax, t0 = view.t0, t1 = view.t1;
+    const outlined = [], marked = [], big = ARENA_OUTLINE * dpr;
+    let visited = 0;
+    for (let i = firstEnding(arena.maxEnd, arena.n, t0); i < arena.n && arena.begin[i] <= t1; i++) {
+      if (arena.end[i] < t0) continue;
+      visited++;
+      const o = arena.object[i], t = arena.tenant[i];
+      const xa = (Math.max(arena.begin[i], t0) - t0) * kx, xb = (Math.min(arena.end[i], t1) - t0) * kx;
+      const ya = arena.offset[o] * ky, yb = (arena.offset[o] + arena.bytes[o]) * ky;
+      paintBox(B, xa, xb, ya, yb, t >= 0 ? KIND_RGB[tensors.kind[t]] : WORKSPACE_RGB);
+      if (xb - xa >= big && yb - ya >= big) outlined.push(i);
+      if (t >= 0 && t === selectedTensor) marked.push(i);
+    }
+    // Each pixel: the blend of what covers it (its row's running sums);
+    // partly covered pixels fade, as the lanes' do.
+    const px = B.img.data;
+    for (let y = 0; y < PH; y++) {
+      let r = 0, g = 0, bl = 0, a = 0;
+      for (let x = 0, p = y * PW * 4, q = y * (PW + 1) * 4; x < PW; x++, p += 4, q += 4) {
+        r += dif[q]; g += dif[q + 1]; bl += dif[q + 2]; a += dif[q + 3];
+        if (a <= 1e-9) { px[p + 3] = 0; continue; }
+        px[p] = r / a; px[p + 1] = g / a; px[p + 2] = bl / a;
+        px[p + 3] = a >= 0.999 ? 255 : 255 * (0.3 + 0.7 * a);
+      }
+    }
+    B.ctx.putImageData(B.img, 0, 0);
+    ctx.drawImage(B.canvas, x0, top, PW / dpr, PH / dpr);
+    // Outlines in CSS pixels: the large tenancies apart, the selected tensor's, the hovered one.
+    const box = (i) => {
+      const b = tenancyBox(i, kx / dpr, ky / dpr);
+      return { x: x0 + b.xa, y: top + ph - b.yb, w: b.xb - b.xa, h: b.yb - b.ya };
+    };
+    ctx.strokeStyle = "rgba(255,255,255,0.85)";
+    ctx.lineWidth = 1;
+    for (const i of outlined) {
+      const r = box(i);
+      ctx.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, r.h - 1);
+    }
+    const ring = (i, color, lw) => {
+      const r = box(i);
+      ctx.strokeStyle = color;
+      ctx.lineWidth = lw;
+      ctx.strokeRect(r.x - 1, r.y - 1, Math.max(r.w, 1) + 2, Math.max(r.h, 1) + 2);
+    };
+    for (const i of marked) ring(i, COLORS.mark, 2);
+    if (hover && hover.tenancy !== undefined) ring(hover.tenancy, "#111", 1.5);
+    hline(ctx, x0, w, yOf(S.budget), COLORS.budget, [6, 4], "budget " + fmtBytes(S.budget), false);
+    if (S.arena_bytes < S.budget * 0.96)
+      hline(ctx, x0, w, yOf(S.arena_bytes), COLORS.pool, [2, 3], spaceName + " " + fmtBytes(S.arena_bytes), false);
+    ctx.fillStyle = COLORS.text;
+    ctx.font = "600 12px system-ui, 'DejaVu Sans', sans-serif";
+    ctx.textAlign = "right";
+    ctx.fillText("address", x0 - 10, ARENA_H - ARENA_BOTTOM / 2);
+    if (hover && hover.time !== undefined) drawCursor(ctx, x0, w, top, ph, hover.time);
+    c.setAttribute("data-drawn", String(visited));
+    return visited;
+  }
+
+  // The tenancy under the pointer, or the nearest one within 3 pixels; -1 if none.
+  function hitTenancy(t, addr, nsPerPx, bytesPerPx) {
+    let best = -1, bestD = 3;
+    forVisibleTenancies(t - 3 * nsPerPx, t + 3 * nsPerPx, (i) => {
+      if (bestD === 0) return;
+      const o = arena.object[i], lo = arena.offset[o], hi = lo + arena.bytes[o];
+      const dx = (t < arena.begin[i] ? arena.begin[i] - t : t > arena.end[i] ? t - arena.end[i] : 0) / nsPerPx;
+      const dy = (addr < lo ? lo - addr : addr >= hi ? addr - hi : 0) / bytesPerPx;
+      const d = Math.max(dx, dy);
+      if (d < bestD || (d === bestD && best < 0)) { bestD = d; best = i; }
+    });
+    return best;
+  }
+
+  function arenaAt(e) {
+    const c = $("arena");
+    const { t, x, w } = timeAt(c, e.clientX);
+    const ph = ARENA_H - ARENA_TOP - ARENA_BOTTOM;
+    const y = e.clientY - c.getBoundingClientRect().top - ARENA_TOP;
+    if (x < GUTTER || x > GUTTER + w || y < 0 || y > ph) return null;
+    const bytesPerPx = arenaMax / ph;
+    return { t: t, i: hitTenancy(t, (ph - y) * bytesPerPx, (view.t1 - view.t0) / w, bytesPerPx) };
+  }
+
+  function arenaTip(e) {
+    const at = arenaAt(e);
+    if (!at) { hover = null; hideTip(); requestDraw(); return; }
+    const i = at.i;
+    hover = i >= 0 ? { time: at.t, tenancy: i } : { time: at.t };
+    if (i < 0) { hideTip(); requestDraw(); return; }
+    const o = arena.object[i], tn = arena.tenant[i];
+    const what = tn >= 0
+      ? "<b>" + esc(tensorLabel(tn)) + "</b><br><span class=m>" + esc(D.kinds[tensors.kind[tn]]) + ", " +
+        fmtBytes(tensors.bytes[tn]) + " · tensor " + tensors.id[tn] + "</span>"
+      : "<b>workspace of " + esc(opLabel(-1 - tn)) + "</b><br><span class=m>op " + (-1 - tn) + "</span>";
+    showTip(e, what + "<br>object " + o + (arena.cls[o] >= 0 ? " (class " + arena.cls[o] + ")" : "") + ": offset " +
+      fmtBytes(arena.offset[o]) + " (" + fmtInt(arena.offset[o]) + "), " + fmtBytes(arena.bytes[o]) + "<br>" +
+      fmtNs(arena.begin[i]) + " → " + fmtNs(arena.end[i]) + " (" + fmtNs(arena.end[i] - arena.begin[i]) + ")" +
+      (tn >= 0 ? "<br><span class=m>click to mark this tensor</span>" : ""));
+    requestDraw();
+  }
+
+  function arenaClick(e) {
+    const at = arenaAt(e);
+    if (at && at.i >= 0 && arena.tenant[at.i] >= 0) selectTensor(arena.tenant[at.i], true);
+  }
+
+  function renderArenaLegend() {
+    const used = new Set();
+    let workspace = false;
+    for (let i = 0; i < arena.n; i++) {
+      const t = arena.tenant[i];
+      if (t >= 0) used.add(tensors.kind[t]); else workspace = true;
+    }
+    let h = "";
+    D.kinds.forEach((k, ki) => {
+      if (used.has(ki)) h += "<span><i style='background:" + (KIND_COLOR[k] || "#8c959f") + "'></i>" + esc(k) + "</span>";
+    });
+    if (workspace) h += "<span><i style='background:" + WORKSPACE_COLOR + "'></i>op workspace</span>";
+    h += "<span><i class=line style='border-color:" + COLORS.budget + "'></i>Budget</span>";
+    $("arena-legend").innerHTML = h;
+    $("arena-note").textContent = "Each rectangle is one tenancy: a tensor (or an op's workspace) in an object, a range " +
+      "of the device arena, from the start of the step that fills it to the end of its last step there. " +
+      (S.allocator === "arena"
+        ? "Planned offsets: objects overlap in the arena where their tenancies follow one another in time. "
+        : "Size classes: the pool's objects lie class by class, one after the other. ") +
+      "Zoomed out, a pixel blends what covers it and fades where it is partly covered. Click a tensor to mark it.";
   }
 
   function drawAll() {
     const t = performance.now();
     drawTimeline();
     drawMemory();
+    drawArena();
     document.body.setAttribute("data-last-draw-ms", (performance.now() - t).toFixed(1));
   }
 
@@ -645,6 +898,158 @@
     $("legend").innerHTML = h;
     const cl = $("clear-mark");
     if (cl) cl.onclick = () => selectTensor(-1, false);
+  }
+
+  // -------------------------------------------------------------- budget sweep
+
+  // D.sweep: the budget sweep (methods/sweep.h), when the report was given one.
+  const SW = D.sweep || null;
+  const SWEEP_H = 270, SWEEP_TOP = 34, SWEEP_BOTTOM = 30;
+  const SWEEP_COLOR = { floor: "#9c755f", peak: "#57606a", min: "#8e6bb0", target: "#f28e2b", infeasible: "#d1493f" };
+  let sweepMarks = [];  // [{x, y, i (point) | target: true}] in CSS pixels, for hit tests
+  const sweepOrder = SW ? SW.points.budget.map((b, i) => i).sort((a, b) => SW.points.budget[a] - SW.points.budget[b]) : [];
+
+  function renderSweep() {
+    if (!SW) return;
+    $("sweep-section").hidden = false;
+    const P = SW.points;
+    const feasible = P.feasible.filter((f) => f).length;
+    $("sweep-note").innerHTML = "The search at " + P.budget.length + " budgets (" + feasible + " feasible), from the smallest " +
+      "feasible budget (" + fmtBytes(SW.min_budget) + ") to the peak live bytes (" + fmtBytes(SW.peak_live) + "). Without " +
+      "swapping the graph needs " + fmtBytes(SW.no_swap_floor) + " (the no-swap floor, " + esc(SW.floor_order) + " order)." +
+      (SW.target !== null ? " Target " + fmtPct(SW.target) + " of ideal: " + (SW.target_budget !== null
+        ? "the smallest budget found to reach it is <b>" + fmtBytes(SW.target_budget) + "</b>."
+        : "no budget tried reaches it.") : "") + " Hover a point for its numbers.";
+    const items = [["% of ideal", COLORS.mem, ""], ["smallest feasible", SWEEP_COLOR.min, "vline"],
+      ["no-swap floor", SWEEP_COLOR.floor, "vline"], ["peak live", SWEEP_COLOR.peak, "vline"]];
+    if (SW.target !== null) items.push(["target", SWEEP_COLOR.target, "line"]);
+    if (feasible < P.budget.length) items.push(["infeasible (on the axis)", SWEEP_COLOR.infeasible, ""]);
+    $("sweep-legend").innerHTML = items.map(([n, c, k]) => "<span><i" + (k ? " class=" + k : "") + " style='" +
+      (k ? "border-color:" : "background:") + c + "'></i>" + esc(n) + "</span>").join("");
+    let h = "<thead><tr><th class=num>Budget</th><th class=num>Of peak live</th><th class=num>Of ideal</th>" +
+      "<th class=num>Iteration</th><th class=num>GB in</th><th class=num>GB out</th></tr></thead><tbody>";
+    for (const i of sweepOrder) {
+      const b = P.budget[i];
+      h += "<tr" + (b === SW.target_budget ? " class=main" : "") + "><td class=num>" + fmtBytes(b) +
+        (b === SW.target_budget ? "<span class=tag>target</span>" : "") + "</td><td class=num>" + fmtPct(b / SW.peak_live) + "</td>";
+      h += P.feasible[i]
+        ? "<td class=num>" + fmtPct(P.throughput[i]) + "</td><td class=num>" + fmtUs(P.iteration_us[i]) + "</td><td class=num>" +
+          (P.swap_in_bytes[i] / 1e9).toFixed(2) + "</td><td class=num>" + (P.swap_out_bytes[i] / 1e9).toFixed(2) + "</td></tr>"
+        : "<td colspan=4>infeasible: " + esc(P.why[i]) + "</td></tr>";
+    }
+    $("sweep-table").innerHTML = h + "</tbody>";
+  }
+
+  function drawSweep() {
+    if (!SW) return -1;
+    const c = $("sweep");
+    const { ctx, plotW } = setupCanvas(c, SWEEP_H);
+    const P = SW.points;
+    const x0 = GUTTER, w = plotW, top = SWEEP_TOP, ph = SWEEP_H - SWEEP_TOP - SWEEP_BOTTOM;
+    const xmax = Math.max(SW.peak_live, SW.no_swap_floor, SW.min_budget, ...P.budget, 1) * 1.05;
+    const ymax = Math.max(1, ...P.throughput);
+    const xOf = (b) => x0 + b / xmax * w, yOf = (v) => top + ph - v / ymax * ph;
+    ctx.font = "11px system-ui, 'DejaVu Sans', sans-serif";
+    ctx.textBaseline = "middle";
+    ctx.textAlign = "right";
+    for (let v = 0; v <= ymax + 1e-9; v += 0.2) {
+      const y = Math.round(yOf(v)) + 0.5;
+      ctx.fillStyle = COLORS.grid;
+      ctx.fillRect(x0, y - 0.5, w, 1);
+      ctx.fillStyle = COLORS.axis;
+      ctx.fillText((100 * v).toFixed(0) + "%", x0 - 10, y);
+    }
+    ctx.textAlign = "center";
+    const xstep = byteStep(xmax, Math.max(2, Math.round(w / 110)));
+    for (let b = 0; b <= xmax; b += xstep) {
+      const x = Math.round(xOf(b)) + 0.5;
+      ctx.fillStyle = COLORS.grid;
+      ctx.fillRect(x - 0.5, top, 1, ph);
+      ctx.fillStyle = COLORS.axis;
+      ctx.fillText(fmtBytes(b), Math.min(Math.max(x, x0 + 18), x0 + w - 18), SWEEP_H - SWEEP_BOTTOM / 2);
+    }
+    ctx.fillStyle = COLORS.text;
+    ctx.font = "600 12px system-ui, 'DejaVu Sans', sans-serif";
+    ctx.textAlign = "right";
+    ctx.fillText("of ideal", x0 - 10, top - 14);
+    ctx.fillText("budget", x0 - 10, SWEEP_H - SWEEP_BOTTOM / 2);
+    // Vertical reference lines, labelled above the plot on two rows.
+    const vline = (b, color, text, row) => {
+      const x = Math.round(xOf(b)) + 0.5;
+      ctx.strokeStyle = color;
+      ctx.lineWidth = 1.5;
+      ctx.setLineDash([5, 4]);
+      ctx.beginPath(); ctx.moveTo(x, top - 4 - 12 * row); ctx.lineTo(x, top + ph); ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = color;
+      ctx.font = "600 11px system-ui, 'DejaVu Sans', sans-serif";
+      ctx.textAlign = x > x0 + w - 160 ? "right" : "left";
+      ctx.fillText(text + " " + fmtBytes(b), x + (ctx.textAlign === "left" ? 4 : -4), top - 10 - 12 * row);
+    };
+    vline(SW.min_budget, SWEEP_COLOR.min, "smallest feasible", 1);
+    vline(SW.no_swap_floor, SWEEP_COLOR.floor, "no-swap floor", 0);
+    vline(SW.peak_live, SWEEP_COLOR.peak, "peak live", 1);
+    if (SW.target !== null) hline(ctx, x0, w, yOf(SW.target), SWEEP_COLOR.target, [6, 4], "target " + fmtPct(SW.target), true);
+    // The feasible points, joined in budget order; the infeasible ones on the axis.
+    sweepMarks = [];
+    ctx.strokeStyle = COLORS.mem;
+    ctx.lineWidth = 1.5;
+    ctx.beginPath();
+    let first = true;
+    for (const i of sweepOrder) {
+      if (!P.feasible[i]) continue;
+      const x = xOf(P.budget[i]), y = yOf(P.throughput[i]);
+      if (first) { ctx.moveTo(x, y); first = false; } else ctx.lineTo(x, y);
+    }
+    ctx.stroke();
+    let drawn = 0;
+    for (const i of sweepOrder) {
+      const x = xOf(P.budget[i]);
+      if (P.feasible[i]) {
+        const y = yOf(P.throughput[i]);
+        ctx.fillStyle = COLORS.mem;
+        ctx.beginPath(); ctx.arc(x, y, 4, 0, 2 * Math.PI); ctx.fill();
+        sweepMarks.push({ x: x, y: y, i: i });
+        drawn++;
+      } else {
+        const y = top + ph;
+        ctx.strokeStyle = SWEEP_COLOR.infeasible;
+        ctx.lineWidth = 2;
+        ctx.beginPath(); ctx.moveTo(x - 4, y - 4); ctx.lineTo(x + 4, y + 4); ctx.moveTo(x + 4, y - 4); ctx.lineTo(x - 4, y + 4); ctx.stroke();
+        sweepMarks.push({ x: x, y: y, i: i });
+      }
+    }
+    if (SW.target_budget !== null) {
+      const j = sweepOrder.find((i) => P.budget[i] === SW.target_budget && P.feasible[i]);
+      const x = xOf(SW.target_budget), y = yOf(j !== undefined ? P.throughput[j] : SW.target);
+      ctx.strokeStyle = SWEEP_COLOR.target;
+      ctx.lineWidth = 2.5;
+      ctx.beginPath(); ctx.moveTo(x, y - 8); ctx.lineTo(x + 8, y); ctx.lineTo(x, y + 8); ctx.lineTo(x - 8, y); ctx.closePath(); ctx.stroke();
+      sweepMarks.push({ x: x, y: y, i: j !== undefined ? j : -1, target: true });
+    }
+    c.setAttribute("data-drawn", String(drawn));
+    return drawn;
+  }
+
+  function sweepTip(e) {
+    const c = $("sweep"), r = c.getBoundingClientRect();
+    const x = e.clientX - r.left, y = e.clientY - r.top;
+    let best = null, bestD = 10;
+    for (const m of sweepMarks) {
+      const d = Math.hypot(m.x - x, m.y - y);
+      if (d < bestD || (best && d === bestD && m.target)) { bestD = d; best = m; }
+    }
+    if (!best) { hideTip(); return; }
+    const P = SW.points, i = best.i;
+    const b = i >= 0 ? P.budget[i] : SW.target_budget;
+    let h = "<b>budget " + fmtBytes(b) + "</b> <span class=m>(" + fmtPct(b / SW.peak_live) + " of peak live)</span>";
+    if (best.target) h += "<br>the smallest budget found to reach " + fmtPct(SW.target) + " of ideal";
+    if (i >= 0 && P.feasible[i])
+      h += "<br>" + fmtPct(P.throughput[i]) + " of ideal · " + fmtUs(P.iteration_us[i]) + " per iteration<br>" +
+        (P.swap_in_bytes[i] / 1e9).toFixed(2) + " GB in, " + (P.swap_out_bytes[i] / 1e9).toFixed(2) + " GB out" +
+        "<br><span class=m>searched for " + P.search_seconds[i].toFixed(1) + " s</span>";
+    else if (i >= 0) h += "<br><span style='color:#ff9b93'>infeasible: " + esc(P.why[i]) + "</span>";
+    showTip(e, h);
   }
 
   // ------------------------------------------------------------- interaction
@@ -739,7 +1144,9 @@
     requestDraw();
   }
 
-  function wirePlot(canvas, onHover) {
+  // Wheel zooms, drag pans, double-click fits; onClick (optional) gets a
+  // press and release that did not move.
+  function wirePlot(canvas, onHover, onClick) {
     let drag = null;
     canvas.addEventListener("wheel", (e) => {
       e.preventDefault();
@@ -757,13 +1164,14 @@
     canvas.addEventListener("pointerdown", (e) => {
       const r = canvas.getBoundingClientRect();
       const inOverview = canvas.id === "timeline" && e.clientY - r.top < OVERVIEW_H + 4;
-      drag = { x: e.clientX, t0: view.t0, t1: view.t1, overview: inOverview, moved: false };
+      drag = { x: e.clientX, y: e.clientY, t0: view.t0, t1: view.t1, overview: inOverview, moved: false };
       try { canvas.setPointerCapture(e.pointerId); } catch (err) { /* a synthetic pointer */ }
       canvas.classList.add("dragging");
       if (inOverview) centerOn(canvas, e.clientX);
     });
     canvas.addEventListener("pointermove", (e) => {
       if (!drag) { onHover(e); return; }
+      if (!drag.moved && Math.abs(e.clientX - drag.x) + Math.abs(e.clientY - drag.y) < 4) return;
       hideTip();
       drag.moved = true;
       if (drag.overview) { centerOn(canvas, e.clientX); return; }
@@ -772,7 +1180,11 @@
       setView(drag.t0 + shift, drag.t1 + shift);
     });
     const end = () => { drag = null; canvas.classList.remove("dragging"); };
-    canvas.addEventListener("pointerup", end);
+    canvas.addEventListener("pointerup", (e) => {
+      const click = drag && !drag.moved && !drag.overview;
+      end();
+      if (click && onClick) onClick(e);
+    });
     canvas.addEventListener("pointercancel", end);
     canvas.addEventListener("pointerleave", () => { if (!drag) { hover = null; hideTip(); requestDraw(); } });
     canvas.addEventListener("dblclick", () => setView(0, T));
@@ -820,15 +1232,54 @@
     if (stallRow) stallRow.click();
     // Undo the click's smooth scroll, then hover a swap-in for a tooltip.
     window.scrollTo({ top: 0, behavior: "instant" });
+    // The arena, whole iteration: hover a grid of points, then hover and
+    // click the largest tensor tenancy, which must select its tensor. (No
+    // tensor selected first: the legend above says which one is, and its
+    // height moves the arena.)
+    setView(0, T);
+    selectTensor(-1, false);
+    const a = $("arena"), ra = a.getBoundingClientRect(), aph = ARENA_H - ARENA_TOP - ARENA_BOTTOM;
+    let arenaTips = 0, click = "none";
+    for (let f = 0.05; f < 1; f += 0.1)
+      for (let g = 0.1; g < 1; g += 0.2) {
+        fire(a, "pointermove", ra.left + GUTTER + f * w, ra.top + ARENA_TOP + g * aph);
+        if (!tip.hidden) arenaTips++;
+      }
+    let big = -1, bigArea = -1;
+    const kx = w / T, ky = aph / arenaMax;
+    forVisibleTenancies(0, T, (i) => {
+      const b = tenancyBox(i, kx, ky), area = (b.xb - b.xa) * (b.yb - b.ya);
+      if (arena.tenant[i] >= 0 && area > bigArea) { big = i; bigArea = area; }
+    });
+    if (big >= 0) {
+      const b = tenancyBox(big, kx, ky);
+      const x = ra.left + GUTTER + (b.xa + b.xb) / 2, y = ra.top + ARENA_TOP + aph - (b.ya + b.yb) / 2;
+      fire(a, "pointermove", x, y);
+      if (!tip.hidden) arenaTips++;
+      fire(a, "pointerdown", x, y);
+      fire(a, "pointerup", x, y);
+      click = selectedTensor === arena.tenant[big] ? "ok" : "missed";
+    }
+    fire(a, "pointerleave", 0, 0);
+    let sweepTips = 0;
+    if (SW) {
+      const rs = $("sweep").getBoundingClientRect();
+      for (const mk of sweepMarks) {
+        fire($("sweep"), "pointermove", rs.left + mk.x, rs.top + mk.y);
+        if (!tip.hidden) sweepTips++;
+      }
+    }
     const r2 = c.getBoundingClientRect();
     fire(c, "pointermove", at(0.5) - r.left + r2.left, r2.top + LANES[1].y + LANES[1].h / 2);
     drawAll();
-    document.body.setAttribute("data-selftest", "ok tooltips:" + tips);
+    document.body.setAttribute("data-selftest", "ok tooltips:" + tips + " arena:" + arenaTips + " click:" + click +
+      " sweep:" + (SW ? sweepTips : "none"));
   }
 
   // -------------------------------------------------------------------- start
 
   renderSummary();
+  renderSweep();
   renderComparison();
   renderTensorTable(15);
   renderStalls();
@@ -838,32 +1289,48 @@
     "An object counts from the start of the step that fills it until its tensor's last step on it ends.";
   wirePlot($("timeline"), timelineTip);
   wirePlot($("memory"), memoryTip);
+  wirePlot($("arena"), arenaTip, arenaClick);
+  renderArenaLegend();
+  if (SW) {
+    $("sweep").addEventListener("pointermove", sweepTip);
+    $("sweep").addEventListener("pointerleave", hideTip);
+  }
   $("zoom-in").onclick = () => zoomBy(1 / 2);
   $("zoom-out").onclick = () => zoomBy(2);
   $("zoom-fit").onclick = () => setView(0, T);
-  window.addEventListener("resize", () => { ovCache.w = 0; requestDraw(); });
+  window.addEventListener("resize", () => { ovCache.w = 0; requestDraw(); drawSweep(); });
 
   // The first draw is synchronous, so that the page is complete at load.
   const steps = drawTimeline(), points = drawMemory();
-  document.body.setAttribute("data-drawn", "timeline:" + steps + " memory:" + points);
+  const arenaStart = performance.now(), tenancies = drawArena(), arenaFirstDrawMs = performance.now() - arenaStart;
+  const sweepPoints = drawSweep();
+  document.body.setAttribute("data-drawn", "timeline:" + steps + " memory:" + points + " arena:" + tenancies +
+    " sweep:" + (sweepPoints < 0 ? "none" : sweepPoints));
   document.body.setAttribute("data-draw-ms", performance.now().toFixed(0));
   document.body.setAttribute("data-script-ms", scriptStart.toFixed(0));
   // report.html#selftest: drive the page as a person would (zoom, hover every
-  // lane and the memory plot, drag, click a stall and a tensor) so that a
+  // lane, the memory plot, the arena and the sweep, drag, click a stall, a
+  // tensor and a tenancy) so that a
   // headless test sees any error these paths throw; sets data-selftest.
   if (location.hash === "#selftest") selfTest();
   // report.html#bench: time 21 redraws at zoom levels from half the iteration
-  // to all of it (tests/report/measure_draw.sh reads data-redraw-ms).
+  // to all of it, then the arena alone the same way (tests/report/measure_draw.sh
+  // reads data-redraw-ms, data-arena-draw-ms and data-arena-redraw-ms).
   if (location.hash === "#bench") {
-    const t = performance.now();
-    for (let i = 0; i < 20; i++) {
-      view.t0 = T * i / 40;
-      view.t1 = view.t0 + T * (0.5 + i / 40);
-      drawAll();
-    }
-    view.t0 = 0;
-    view.t1 = T;
-    drawAll();
-    document.body.setAttribute("data-redraw-ms", ((performance.now() - t) / 21).toFixed(1));
+    const redraws = (draw) => {
+      const t = performance.now();
+      for (let i = 0; i < 20; i++) {
+        view.t0 = T * i / 40;
+        view.t1 = view.t0 + T * (0.5 + i / 40);
+        draw();
+      }
+      view.t0 = 0;
+      view.t1 = T;
+      draw();
+      return ((performance.now() - t) / 21).toFixed(1);
+    };
+    document.body.setAttribute("data-redraw-ms", redraws(drawAll));
+    document.body.setAttribute("data-arena-redraw-ms", redraws(drawArena));
+    document.body.setAttribute("data-arena-draw-ms", arenaFirstDrawMs.toFixed(1));
   }
 })();
