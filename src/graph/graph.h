@@ -69,7 +69,20 @@ struct Op {
   std::optional<double> bytes_accessed;
   int64_t workspace_bytes = 0;  // scratch memory while it runs
   std::string name;             // optional
+  // Format 1.1 (docs/graph-format.md, "Recomputation"): false forbids
+  // running the op again to recreate its outputs; `random`: the op draws
+  // random numbers (dropout), so running it again gives the same outputs
+  // only where the backend replays its random state.
+  bool recompute = true;
+  bool random = false;
 };
+
+// Whether a plan may run op again to recreate its outputs: allowed by the
+// graph, no in-place updates (running it again would apply them twice) and
+// at least one output.
+inline bool may_recompute(const Op& op) {
+  return op.recompute && op.updates.empty() && !op.outputs.empty();
+}
 
 struct Graph {
   std::string name;

@@ -1,5 +1,7 @@
 #include "graph/graph_io.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -129,6 +131,11 @@ class Reader {
     return j.get<double>();
   }
 
+  bool boolean(const json& j, const Loc& loc) const {
+    if (!j.is_boolean()) fail(loc, fmt::format("expected true or false, got {}", describe(j)));
+    return j.get<bool>();
+  }
+
   const std::string& string(const json& j, const Loc& loc) const {
     if (!j.is_string()) fail(loc, fmt::format("expected a string, got {}", describe(j)));
     return j.get_ref<const std::string&>();
@@ -226,6 +233,8 @@ class Reader {
       op.workspace_bytes = w.value;
     }
     if (const json* name = optional_field(j, "name")) op.name = string(*name, loc.at("name"));
+    if (const json* v = optional_field(j, "recompute")) op.recompute = boolean(*v, loc.at("recompute"));
+    if (const json* v = optional_field(j, "random")) op.random = boolean(*v, loc.at("random"));
     return op;
   }
 
@@ -288,9 +297,12 @@ Graph read_graph(const std::string& path) {
 std::string graph_to_json(const Graph& g) {
   std::string out;
   out.reserve(128 + 96 * g.tensors.size() + 160 * g.ops.size());
-  out +=
-      fmt::format("{{\"format\":\"swapadvisor-graph\",\"version\":1,\"name\":{},\"source\":{},\n",
-                  json(g.name).dump(), json(g.source).dump());
+  // Format 1.1 when an op uses its fields (docs/graph-format.md).
+  const bool minor = std::any_of(g.ops.begin(), g.ops.end(),
+                                 [](const Op& op) { return !op.recompute || op.random; });
+  out += fmt::format(
+      "{{\"format\":\"swapadvisor-graph\",\"version\":1,{}\"name\":{},\"source\":{},\n",
+      minor ? "\"minor_version\":1," : "", json(g.name).dump(), json(g.source).dump());
   out += "\"tensors\":[\n";
   for (int t = 0; t < g.num_tensors(); ++t) {
     const Tensor& x = g.tensors[t];
@@ -313,6 +325,8 @@ std::string graph_to_json(const Graph& g) {
     if (op.bytes_accessed) out += ",\"bytes_accessed\":" + number_text(*op.bytes_accessed);
     if (op.workspace_bytes) out += fmt::format(",\"workspace_bytes\":{}", op.workspace_bytes);
     if (!op.name.empty()) out += ",\"name\":" + json(op.name).dump();
+    if (!op.recompute) out += ",\"recompute\":false";
+    if (op.random) out += ",\"random\":true";
     out += o + 1 < g.num_ops() ? "},\n" : "}\n";
   }
   out += "]}\n";
