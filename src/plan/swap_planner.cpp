@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -249,9 +250,15 @@ class SwapPlanner::Pass {
   };
   std::map<int64_t, Range> ranges_;
   // The maximal runs of free ranges, by start (-> end) and by (size, start).
-  std::map<int64_t, int64_t> runs_;
-  std::set<std::pair<int64_t, int64_t>> runs_by_size_;
-  void run_add(int64_t at, int64_t end);
+  // Each run's key is the latest release position among its ranges (an
+  // upper bound once part of a run is taken).
+  struct FreeRun {
+    int64_t end;
+    int32_t key;
+  };
+  std::map<int64_t, FreeRun> runs_;
+  std::set<std::tuple<int64_t, int64_t, int32_t>> runs_by_size_;  // (size, start, key)
+  void run_add(int64_t at, int64_t end, int32_t key);
   void run_remove(int64_t at, int64_t end);
   // The release steps of the memory the last acquisition took: its swap-in
   // waits for all of them, a creating compute step for the copies.
@@ -446,7 +453,7 @@ void SwapPlanner::Pass::release(ObjectId obj, StepId compute, StepId copy, int32
         SA_CHECK(it != ranges_.end() && it->second.tenancy == obj,
                  "tenancy {} of item {} not found at offset {}", obj, t.item, t.offset);
         it->second = {it->second.end, -1, pos, compute, copy};
-        run_add(it->first, it->second.end);
+        run_add(it->first, it->second.end, pos);
       }
     } else {
       free_bytes(pos, bytes_[t.item]);
@@ -628,42 +635,47 @@ ObjectId SwapPlanner::Pass::take_range(ItemId x, int64_t at) {
 }
 
 // Placed mode: [at, end) has become free; it joins the runs around it.
-void SwapPlanner::Pass::run_add(int64_t at, int64_t end) {
+void SwapPlanner::Pass::run_add(int64_t at, int64_t end, int32_t key) {
   auto next = runs_.lower_bound(at);
   if (next != runs_.end() && next->first == end) {
-    end = next->second;
-    runs_by_size_.erase({next->second - next->first, next->first});
+    const FreeRun n = next->second;
+    runs_by_size_.erase({n.end - next->first, next->first, n.key});
+    end = n.end;
+    key = std::max(key, n.key);
     next = runs_.erase(next);
   }
   if (next != runs_.begin()) {
     auto prev = std::prev(next);
-    if (prev->second == at) {
+    if (prev->second.end == at) {
+      runs_by_size_.erase({prev->second.end - prev->first, prev->first, prev->second.key});
       at = prev->first;
-      runs_by_size_.erase({prev->second - prev->first, prev->first});
+      key = std::max(key, prev->second.key);
       runs_.erase(prev);
     }
   }
-  runs_.emplace(at, end);
-  runs_by_size_.insert({end - at, at});
+  runs_.emplace(at, FreeRun{end, key});
+  runs_by_size_.insert({end - at, at, key});
 }
 
-// Placed mode: [at, end), inside one free run, is taken.
+// Placed mode: [at, end), inside one free run, is taken. What is left of the
+// run keeps its key (an upper bound of its ranges' release positions).
 void SwapPlanner::Pass::run_remove(int64_t at, int64_t end) {
   auto it = runs_.upper_bound(at);
   SA_CHECK(it != runs_.begin(), "no free run holds [{}, {})", at, end);
   --it;
-  const int64_t run_at = it->first, run_end = it->second;
-  SA_CHECK(run_at <= at && end <= run_end, "[{}, {}) is not inside free run [{}, {})", at, end,
-           run_at, run_end);
-  runs_by_size_.erase({run_end - run_at, run_at});
+  const int64_t run_at = it->first;
+  const FreeRun run = it->second;
+  SA_CHECK(run_at <= at && end <= run.end, "[{}, {}) is not inside free run [{}, {})", at, end,
+           run_at, run.end);
+  runs_by_size_.erase({run.end - run_at, run_at, run.key});
   runs_.erase(it);
   if (run_at < at) {
-    runs_.emplace(run_at, at);
-    runs_by_size_.insert({at - run_at, run_at});
+    runs_.emplace(run_at, FreeRun{at, run.key});
+    runs_by_size_.insert({at - run_at, run_at, run.key});
   }
-  if (end < run_end) {
-    runs_.emplace(end, run_end);
-    runs_by_size_.insert({run_end - end, end});
+  if (end < run.end) {
+    runs_.emplace(end, FreeRun{run.end, run.key});
+    runs_by_size_.insert({run.end - end, end, run.key});
   }
 }
 
@@ -703,15 +715,12 @@ ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
     int64_t best_run = -1;
     int32_t best_key = INT32_MAX;
     int tried = 0;
-    for (auto fit = runs_by_size_.lower_bound({need, INT64_MIN});
+    for (auto fit = runs_by_size_.lower_bound({need, INT64_MIN, INT32_MIN});
          fit != runs_by_size_.end() && tried < kFitsTried; ++fit, ++tried) {
-      int32_t key = -1;
-      for (auto it = ranges_.find(fit->second);
-           it != ranges_.end() && it->first < fit->second + need; ++it)
-        key = std::max(key, it->second.key);
+      const auto [size, at, key] = *fit;
       if (key < best_key) {
         best_key = key;
-        best_run = fit->second;
+        best_run = at;
         if (key < 0) break;  // never used: none is older
       }
     }
@@ -978,7 +987,7 @@ void SwapPlanner::Pass::preplace(int i) {
           ranges_.erase(at);
           for (const auto& [p_at, piece] : r->pieces) {
             ranges_.emplace(p_at, piece);
-            if (piece.tenancy < 0) run_add(p_at, piece.end);
+            if (piece.tenancy < 0) run_add(p_at, piece.end, piece.key);
           }
         }
         fits = false;
@@ -1114,7 +1123,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
     runs_by_size_.clear();
     if (placed()) {
       ranges_[0] = {capacity_, -1, -1, -1, -1};
-      run_add(0, capacity_);
+      run_add(0, capacity_, -1);
     }
     for (ResidentTensor& r : resident) {
       if (placed()) {
