@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the libFuzzer targets (fuzz/README.md, docs/fuzzing.md).
+// Shared by the libFuzzer targets (docs/fuzzing.md).
 //
 // A target feeds one input to a reader. An sa::Error is the reader saying
 // no, which is fine; anything else that escapes (sa::InternalError, a
