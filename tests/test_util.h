@@ -9,6 +9,7 @@
 #include <string>
 
 #include "graph/graph.h"
+#include "util/error.h"
 
 namespace sa::testing {
 
@@ -22,12 +23,15 @@ struct CliResult {
   std::string err;  // stderr
 };
 
-// Runs the swapadvisor binary with args (a shell-quoted string).
-inline CliResult run_cli(const std::string& args) {
+// Runs the swapadvisor binary with args (a shell-quoted string); with
+// timeout_s > 0, killed after that many seconds (exit code 124: a hang).
+inline CliResult run_cli(const std::string& args, int timeout_s = 0) {
   char err_name[] = "/tmp/sa_cli_err_XXXXXX";
   int fd = mkstemp(err_name);
   if (fd >= 0) close(fd);
-  const std::string cmd = std::string(SA_CLI) + " " + args + " 2>" + err_name;
+  const std::string timeout =
+      timeout_s > 0 ? "timeout -k 5 " + std::to_string(timeout_s) + " " : std::string();
+  const std::string cmd = timeout + std::string(SA_CLI) + " " + args + " 2>" + err_name;
   CliResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -44,6 +48,17 @@ inline CliResult run_cli(const std::string& args) {
   }
   std::remove(err_name);
   return r;
+}
+
+// The message of the sa::Error that f() throws, or "(no error)".
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const sa::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 // A small graph builder for tests: add tensors and ops by hand.

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "cli/options.h"
 #include "runtime/backends.h"
 #include "runtime/bandwidth.h"
 #include "util/error.h"
@@ -17,6 +18,9 @@
 
 namespace sa::cli {
 namespace {
+
+constexpr int64_t kMinCopyBytes = int64_t{1} << 20;   // 1 MiB
+constexpr int64_t kMaxCopyBytes = int64_t{16} << 30;  // 16 GiB
 
 struct BandwidthArgs {
   std::string backend = "cuda";
@@ -58,6 +62,13 @@ std::string slug(const std::string& s) {
 void run_bandwidth(const BandwidthArgs& args) {
   const auto bytes = parse_bytes(args.bytes);
   if (!bytes) throw Error(fmt::format("--bytes: cannot read '{}' as a size", args.bytes));
+  // Smaller copies measure the latency of a copy, not the link's bandwidth;
+  // larger ones need that much host and device memory twice.
+  if (*bytes < kMinCopyBytes || *bytes > kMaxCopyBytes)
+    throw Error(fmt::format(
+        "--bytes: {} is outside {} to {}: smaller copies measure latency, not "
+        "bandwidth",
+        format_bytes(*bytes), format_bytes(kMinCopyBytes), format_bytes(kMaxCopyBytes)));
   runtime::BackendOptions bo;
   bo.name = args.backend;
   bo.link = load_device(args.link);
@@ -117,20 +128,24 @@ void register_bandwidth(CLI::App& app) {
   cmd->add_option("--backend", args->backend, "cuda, or host (measures the emulated link)")
       ->check(CLI::IsMember({"host", "cuda"}))
       ->capture_default_str();
-  cmd->add_option("--bytes", args->bytes, "bytes per copy")->capture_default_str();
+  cmd->add_option("--bytes", args->bytes,
+                  fmt::format("bytes per copy, {} to {}", format_bytes(kMinCopyBytes),
+                              format_bytes(kMaxCopyBytes)))
+      ->capture_default_str();
   cmd->add_option("--repeats", args->repeats, "copies per measurement")
-      ->check(CLI::Range(2, 1000))
+      ->check(integer_in(2, 1000))
       ->capture_default_str();
   cmd->add_option("--base", args->base,
                   "profile whose compute figures the written profile keeps (auto: by GPU name)")
       ->capture_default_str();
   cmd->add_option("--link", args->link, "host backend: the profile whose link it emulates")
       ->capture_default_str();
-  cmd->add_option("--time-scale", args->time_scale, "host backend: time scale of the emulation")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--time-scale", args->time_scale,
+                  "host backend: time scale of the emulation (as for run)")
+      ->check(zero_or_number_in(kMinTimeScale, kMaxTimeScale));
   cmd->add_flag("--pace,!--no-pace", args->pace, "host backend: pace the copies (default on)");
   cmd->add_option("--cuda-device", args->cuda_device, "CUDA device index")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cuda_device_index());
   cmd->add_option("-o,--output", args->output, "write a device profile (JSON) with the results");
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->callback([args] { run_bandwidth(*args); });

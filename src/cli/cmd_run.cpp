@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "cli/options.h"
 #include "cli/run_aten.h"
 #include "cost/op_cost.h"
 #include "graph/graph_io.h"
@@ -17,6 +18,7 @@
 #include "runtime/backends.h"
 #include "runtime/executor.h"
 #include "util/error.h"
+#include "util/limits.h"
 #include "util/units.h"
 
 namespace sa::cli {
@@ -63,6 +65,7 @@ void run_run(const RunArgs& args) {
   const DeviceProfile device = load_device(args.device);
   std::vector<std::string> warnings;
   const std::vector<double> op_us = op_times_us(g, device, &warnings);
+  check_op_times(g, device, op_us);
   print_warnings(warnings);
   if (args.backend == "cuda" && args.time_scale != 1)
     print_warnings(
@@ -176,17 +179,20 @@ void register_run(CLI::App& app) {
   cmd->add_option("--device", args->device,
                   "device profile: op times, simulated time, the host backend's link")
       ->capture_default_str();
-  cmd->add_option("--iterations", args->iterations, "timed iterations")
-      ->check(CLI::PositiveNumber)
+  cmd->add_option("--iterations", args->iterations,
+                  fmt::format("timed iterations, at most {}", kMaxIterations))
+      ->check(integer_in(1, kMaxIterations))
       ->capture_default_str();
   cmd->add_option("--time-scale", args->time_scale,
-                  "stretch op times (and, on the host backend, paced copies) by this factor")
-      ->check(CLI::NonNegativeNumber)
+                  fmt::format("stretch op times (and, on the host backend, paced copies) by this "
+                              "factor, {:g} to {:g}; 0: as fast as possible",
+                              kMinTimeScale, kMaxTimeScale))
+      ->check(zero_or_number_in(kMinTimeScale, kMaxTimeScale))
       ->capture_default_str();
   cmd->add_flag("--pace,!--no-pace", args->pace,
                 "host backend: pace copies to the profile's PCIe bandwidths (default on)");
   cmd->add_option("--cuda-device", args->cuda_device, "CUDA device index")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cuda_device_index());
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->add_option("--kernels", args->kernels,
                   "synthetic (checksummed stand-ins) or aten (a captured PyTorch model run "
@@ -199,8 +205,10 @@ void register_run(CLI::App& app) {
                   "aten: the initial values (default: PREFIX.values.bin beside the graph)");
   cmd->add_option("--save-values", args->aten.save_values,
                   "aten: write the trained parameters, buffers and optimizer state here");
-  cmd->add_option("--threads", args->aten.threads, "aten: intra-op threads (default: libtorch's)")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option(
+         "--threads", args->aten.threads,
+         fmt::format("aten: intra-op threads, at most {} (default: libtorch's)", kMaxThreads))
+      ->check(integer_in(0, kMaxThreads));
   cmd->callback([args] { run_run(*args); });
 }
 

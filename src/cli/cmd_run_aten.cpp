@@ -42,6 +42,7 @@ void run_aten(const AtenRunArgs& a) {
     throw Error(fmt::format("--kernels aten: unknown backend '{}' (host or cuda)", a.backend));
   const runtime::AtenProgram program = runtime::read_aten_program(exec, g);
   const runtime::ValuesFile initial = runtime::read_values_file(values);
+  runtime::check_values_against(initial, g, values);
   if (runtime::aten_available() &&
       !runtime::same_torch_release(program.torch_version, runtime::aten_torch_version()))
     fmt::print(stderr,

@@ -25,6 +25,7 @@ void run_stats(const StatsArgs& args) {
   const DeviceProfile dev = load_device(args.device);
   std::vector<std::string> warnings;
   const auto times = op_times_us(g, dev, &warnings);
+  check_op_times(g, dev, times);
   print_warnings(warnings);
   const GraphStats s = compute_stats(g);
   const double ideal = ideal_us(times);

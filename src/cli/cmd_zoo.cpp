@@ -41,12 +41,12 @@ void register_zoo(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("zoo", "list the model zoo or write a model's graph");
   cmd->add_flag("--list", args->list, "list the models");
   cmd->add_option("--model", args->source.model, "model name");
-  cmd->add_option("--batch", args->source.batch, "batch size")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", args->source.batch, "batch size")->check(positive_int());
   cmd->add_option("--optimizer", args->source.optimizer,
                   "sgd (with momentum), sgd-plain (no momentum) or adam")
       ->check(CLI::IsMember({"sgd", "sgd-plain", "adam"}));
   cmd->add_option("--seq-len", args->source.seq_len, "sequence length (sequence models)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_int());
   cmd->add_option("-o,--output", args->output, "output file (.json or .json.gz)");
   cmd->callback([args] { run_zoo(*args); });
 }

@@ -1,7 +1,10 @@
 #include "cli/common.h"
 
+#include <limits>
+
 #include <fmt/format.h>
 
+#include "cli/options.h"
 #include "graph/graph_io.h"
 #include "util/error.h"
 #include "zoo/zoo.h"
@@ -12,12 +15,12 @@ void GraphSource::add_options(CLI::App* app) {
   app->add_option("file", file, "graph file in format v1 (.json or .json.gz)");
   app->add_option("--model", model,
                   "zoo model name instead of a file (see `swapadvisor zoo --list`)");
-  app->add_option("--batch", batch, "batch size for --model")->check(CLI::PositiveNumber);
+  app->add_option("--batch", batch, "batch size for --model")->check(positive_int());
   app->add_option("--optimizer", optimizer,
                   "optimizer for --model: sgd (with momentum), sgd-plain or adam")
       ->check(CLI::IsMember({"sgd", "sgd-plain", "adam"}));
   app->add_option("--seq-len", seq_len, "sequence length for sequence models (--model)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_int());
 }
 
 Graph GraphSource::load() const {
@@ -32,6 +35,10 @@ Graph GraphSource::load() const {
   o.optimizer = optimizer;
   o.seq_len = seq_len;
   return build_zoo_model(o);
+}
+
+CLI::Validator positive_int() {
+  return integer_in(1, std::numeric_limits<int>::max());
 }
 
 void print_warnings(const std::vector<std::string>& warnings) {

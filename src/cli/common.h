@@ -26,6 +26,9 @@ struct GraphSource {
   Graph load() const;
 };
 
+// An int option's check: 1 to INT_MAX (--batch, --seq-len).
+CLI::Validator positive_int();
+
 // Prints each warning on stderr as "swapadvisor: warning: ...".
 void print_warnings(const std::vector<std::string>& warnings);
 

@@ -1,7 +1,12 @@
 // swapadvisor: plan, simulate, verify and run swap plans for training deep
 // learning models that do not fit in GPU memory.
+//
+// Exit status: 0 on success; 1 for an error the user can fix (a bad file, a
+// bad option, an impossible budget, not enough memory for the input); 2 for
+// an internal error, a bug in swapadvisor (util/error.h).
 
 #include <exception>
+#include <new>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -12,7 +17,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"swapadvisor: train models larger than GPU memory by planning tensor swaps"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "swapadvisor 0.1.0");
+  app.set_version_flag("--version", "swapadvisor " SA_VERSION);
   sa::cli::register_stats(app);
   sa::cli::register_zoo(app);
   sa::cli::register_plan(app);
@@ -25,15 +30,22 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the error (or the help or version text); its own exit
+    // codes (100 and up) are all a bad command line: a user error.
+    return app.exit(e) == 0 ? 0 : 1;
   } catch (const sa::Error& e) {
     fmt::print(stderr, "swapadvisor: error: {}\n", e.what());
     return 1;
   } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "swapadvisor: error: out of memory\n");
+    fmt::print(stderr,
+               "swapadvisor: error: out of memory: the input needs more memory than this "
+               "machine let swapadvisor have\n");
     return 1;
+  } catch (const sa::InternalError& e) {
+    fmt::print(stderr, "swapadvisor: {}\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "swapadvisor: internal error: {}\n", e.what());
+    fmt::print(stderr, "swapadvisor: internal error (a bug in swapadvisor): {}\n", e.what());
     return 2;
   }
   return 0;

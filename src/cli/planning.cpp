@@ -1,12 +1,16 @@
 #include "cli/planning.h"
 
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "cli/options.h"
+#include "cost/op_cost.h"
 #include "graph/stats.h"
 #include "plan/allocation.h"
 #include "util/error.h"
+#include "util/limits.h"
 #include "util/units.h"
 
 namespace sa::cli {
@@ -16,22 +20,27 @@ void PlanningArgs::add_options(CLI::App* app) {
   app->add_option("--device", device, "built-in device name or profile file")
       ->capture_default_str();
   auto* mem = app->add_option("--memory", memory,
-                              "device memory budget, e.g. 16GB or 11.5GiB (default: the device's)");
+                              "device memory budget, e.g. 16GB or 11.5GiB (default: the device's)")
+                  ->check(non_empty());
   auto* frac = app->add_option("--memory-fraction", memory_fraction,
                                "budget as a fraction of the graph's peak live bytes")
-                   ->check(CLI::Range(1e-6, 1e6));
+                   ->check(number_in(1e-6, 1e6));
   mem->excludes(frac);
-  app->add_option("--time-budget", time_budget_s, "search time in seconds (default 10 s)")
-      ->check(CLI::NonNegativeNumber);
+  app->add_option(
+         "--time-budget", time_budget_s,
+         fmt::format("search time in seconds, at most {:g} (default 10 s)", kMaxTimeBudgetS))
+      ->check(number_in(0, kMaxTimeBudgetS));
   app->add_option("--evaluations", evaluations, "stop the search after N evaluations")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_in(0, std::numeric_limits<int64_t>::max()));
   app->add_option("--threads", threads, "search threads (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
-  app->add_option("--seed", seed, "search seed")->capture_default_str();
+      ->check(integer_in(0, kMaxThreads));
+  app->add_option("--seed", seed, "search seed, 0 to 2^64-1")
+      ->check(seed_value())
+      ->capture_default_str();
   app->add_option("--compute-scale", compute_scale,
                   "multiply every op time by this factor (calibrate the cost model to a measured "
                   "iteration time)")
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(1e-6, 1e6));
   app->add_option("--copy-order", copy_order,
                   "order of the search's copies on each link: deadline, or release (as "
                   "before; Note [Copy order])")
@@ -66,10 +75,16 @@ PlanningInputs load_planning_inputs(const PlanningArgs& args, std::optional<Grap
                               args.memory));
     in.budget = *b;
   } else if (args.memory_fraction > 0) {
-    in.budget = static_cast<int64_t>(static_cast<double>(in.peak_live) * args.memory_fraction);
+    const double budget = static_cast<double>(in.peak_live) * args.memory_fraction;
+    if (budget > static_cast<double>(kMaxBytes))
+      throw Error(fmt::format(
+          "--memory-fraction {:g}: a budget of {:.4g} bytes is over the limit of 2^50 (1 PiB)",
+          args.memory_fraction, budget));
+    in.budget = static_cast<int64_t>(budget);
   } else {
     in.budget = in.device.memory_bytes;
   }
+  check_op_times(in.graph, in.device, op_times_us(in.graph, in.device), args.compute_scale);
   OpId op = kNoOp;
   const int64_t need = min_budget(in.graph, &op);
   if (in.budget < need)

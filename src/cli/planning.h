@@ -14,6 +14,9 @@
 
 namespace sa::cli {
 
+// The longest --time-budget: 10^6 s (11.6 days).
+inline constexpr double kMaxTimeBudgetS = 1e6;
+
 struct PlanningArgs {
   GraphSource source;
   std::string device = "v100-16gb";

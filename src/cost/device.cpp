@@ -9,6 +9,7 @@
 #include "util/error.h"
 #include "util/file_io.h"
 #include "util/json.h"
+#include "util/limits.h"
 
 namespace sa {
 namespace {
@@ -40,20 +41,38 @@ const std::vector<DeviceProfile>& builtins() {
   return kBuiltins;
 }
 
-double positive(const json& doc, const std::string& origin, const char* key, bool required,
-                double fallback) {
-  auto it = doc.find(key);
-  if (it == doc.end()) {
-    if (required) throw Error(fmt::format("{}: {}: missing required field", origin, key));
+// A profile's number fields and what each may be (docs/devices.md): figures
+// outside these ranges are typos or hostile (a link of 10^-300 GB/s makes
+// every copy take longer than the universe has existed).
+struct NumberField {
+  const char* key;
+  bool required;
+  double lo, hi;  // inclusive; lo == 0 allows 0
+  const char* unit;
+};
+constexpr double kMinGbps = 1e-3, kMaxLinkGbps = 1e5, kMaxHbmGbps = 1e6;
+constexpr NumberField kH2d{"h2d_gbps", true, kMinGbps, kMaxLinkGbps, "GB/s"};
+constexpr NumberField kD2h{"d2h_gbps", true, kMinGbps, kMaxLinkGbps, "GB/s"};
+constexpr NumberField kDuplex{"duplex_gbps", false, kMinGbps, 2 * kMaxLinkGbps, "GB/s"};
+constexpr NumberField kPeak{"peak_tflops", true, 1e-6, 1e6, "TFLOP/s"};
+constexpr NumberField kHbm{"hbm_gbps", true, kMinGbps, kMaxHbmGbps, "GB/s"};
+constexpr NumberField kComputeEff{"compute_efficiency", false, 1e-6, 1, ""};
+constexpr NumberField kMemoryEff{"memory_efficiency", false, 1e-6, 1, ""};
+constexpr NumberField kOverhead{"launch_overhead_us", false, 0, 1e6, "us"};
+
+// A number field within its range, or fallback when it is optional and absent.
+double number(const FieldReader& r, const json& doc, const NumberField& f, double fallback) {
+  const json* j = FieldReader::find(doc, f.key);
+  if (!j) {
+    if (f.required) r.fail(f.key, "missing required field");
     return fallback;
   }
-  if (!it->is_number())
-    throw Error(fmt::format(
-        "{}: {}: expected a number, got {}", origin, key,
-        it->is_string() ? quote(it->get_ref<const std::string&>()) : std::string(it->type_name())));
-  const double v = it->get<double>();
-  if (!std::isfinite(v) || v <= 0)
-    throw Error(fmt::format("{}: {}: must be a positive number, got {}", origin, key, v));
+  if (!j->is_number()) r.fail(f.key, fmt::format("expected a number, got {}", describe(*j)));
+  const double v = j->get<double>();
+  if (f.lo > 0 && v <= 0) r.fail(f.key, fmt::format("must be a positive number, got {}", v));
+  if (v < f.lo || v > f.hi)
+    r.fail(f.key, fmt::format("must be between {} and {}{}{}, got {}", f.lo, f.hi,
+                              *f.unit ? " " : "", f.unit, v));
   return v;
 }
 
@@ -68,36 +87,40 @@ std::vector<std::string> builtin_device_names() {
 
 DeviceProfile parse_device(const std::string& text, const std::string& origin) {
   const json doc = parse_json(text, origin);
-  if (!doc.is_object()) throw Error(origin + ": a device profile must be a JSON object");
-  if (doc.value("format", std::string()) != "swapadvisor-device")
-    throw Error(origin + ": format: expected \"swapadvisor-device\"");
-  if (!doc.contains("version") || doc["version"] != 1)
-    throw Error(origin + ": version: unsupported (this reader supports 1)");
+  if (!doc.is_object())
+    throw Error(
+        fmt::format("{}: a device profile must be a JSON object, got {}", origin, describe(doc)));
+  const FieldReader r(origin);
+  const json* format = FieldReader::find(doc, "format");
+  if (!format || *format != "swapadvisor-device")
+    r.fail("format", fmt::format("expected \"swapadvisor-device\", got {}",
+                                 format ? describe(*format) : "nothing"));
+  const json* version = FieldReader::find(doc, "version");
+  if (!version || json_integer(*version, 1, 1) != 1)
+    r.fail("version", fmt::format("unsupported version {} (this reader supports 1)",
+                                  version ? describe(*version) : "(none)"));
   DeviceProfile d;
-  d.name = doc.value("name", std::filesystem::path(origin).stem().string());
-  const double mem = positive(doc, origin, "memory_bytes", true, 0);
-  if (mem != std::floor(mem) || mem > 9e18)
-    throw Error(fmt::format("{}: memory_bytes: expected a whole number of bytes", origin));
-  d.memory_bytes = static_cast<int64_t>(mem);
-  d.h2d_gbps = positive(doc, origin, "h2d_gbps", true, 0);
-  d.d2h_gbps = positive(doc, origin, "d2h_gbps", true, 0);
-  d.duplex_gbps = positive(doc, origin, "duplex_gbps", false, d.h2d_gbps + d.d2h_gbps);
-  d.peak_tflops = positive(doc, origin, "peak_tflops", true, 0);
-  d.hbm_gbps = positive(doc, origin, "hbm_gbps", true, 0);
-  d.compute_efficiency = positive(doc, origin, "compute_efficiency", false, 0.6);
-  d.memory_efficiency = positive(doc, origin, "memory_efficiency", false, 0.75);
-  if (d.compute_efficiency > 1 || d.memory_efficiency > 1)
-    throw Error(origin + ": efficiencies are fractions and must be at most 1");
-  auto overhead = doc.find("launch_overhead_us");
-  d.launch_overhead_us = 5;
-  if (overhead != doc.end()) {
-    if (!overhead->is_number() || overhead->get<double>() < 0)
-      throw Error(origin + ": launch_overhead_us: expected a number >= 0");
-    d.launch_overhead_us = overhead->get<double>();
-  }
+  const std::string* name = r.optional_string(doc, "", "name");
+  d.name = name ? *name : std::filesystem::path(origin).stem().string();
+  const json& mem = r.field(doc, "", "memory_bytes");
+  const double bytes = mem.is_number() ? mem.get<double>() : 0;
+  if (!mem.is_number() || bytes != std::floor(bytes) || bytes < 1 ||
+      bytes > static_cast<double>(kMaxBytes))
+    r.fail("memory_bytes",
+           fmt::format("expected a whole number of bytes from 1 to 2^50 (1 PiB), got {}",
+                       describe(mem)));
+  d.memory_bytes = static_cast<int64_t>(bytes);
+  d.h2d_gbps = number(r, doc, kH2d, 0);
+  d.d2h_gbps = number(r, doc, kD2h, 0);
+  d.duplex_gbps = number(r, doc, kDuplex, d.h2d_gbps + d.d2h_gbps);
+  d.peak_tflops = number(r, doc, kPeak, 0);
+  d.hbm_gbps = number(r, doc, kHbm, 0);
+  d.compute_efficiency = number(r, doc, kComputeEff, 0.6);
+  d.memory_efficiency = number(r, doc, kMemoryEff, 0.75);
+  d.launch_overhead_us = number(r, doc, kOverhead, 5);
   if (d.duplex_gbps < std::max(d.h2d_gbps, d.d2h_gbps))
     throw Error(origin + ": duplex_gbps must be at least the faster single direction");
-  if (auto src = doc.find("source"); src != doc.end() && src->is_string()) d.source = *src;
+  if (const std::string* source = r.optional_string(doc, "", "source")) d.source = *source;
   return d;
 }
 
@@ -122,7 +145,8 @@ DeviceProfile load_device(const std::string& name_or_path) {
   for (const auto& d : builtins())
     if (d.name == name_or_path) return d;
   std::error_code ec;
-  if (std::filesystem::is_regular_file(name_or_path, ec))
+  // Any file, so that a directory or an unreadable file gets its own error.
+  if (std::filesystem::exists(name_or_path, ec))
     return parse_device(read_file(name_or_path), name_or_path);
   throw Error(fmt::format("unknown device '{}': not a built-in ({}) and not a profile file",
                           name_or_path, fmt::join(builtin_device_names(), ", ")));

@@ -1,8 +1,12 @@
 #include "cost/op_cost.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
+
+#include "util/error.h"
+#include "util/limits.h"
 
 namespace sa {
 
@@ -36,6 +40,25 @@ std::vector<double> op_times_us(const Graph& g, const DeviceProfile& d,
         g.name.empty() ? "graph" : g.name, uncosted, g.num_ops(), first, g.ops[first].type,
         d.launch_overhead_us));
   return times;
+}
+
+void check_op_times(const Graph& g, const DeviceProfile& d, const std::vector<double>& times,
+                    double scale) {
+  for (OpId o = 0; o < g.num_ops() && o < static_cast<OpId>(times.size()); ++o) {
+    const double t = times[o] * scale;
+    if (std::isfinite(t) && t >= 0 && t <= kMaxOpUs) continue;
+    const Op& op = g.ops[o];
+    const std::string from =
+        op.time_us ? "its time_us"
+                   : fmt::format(
+                         "estimated from its flops and bytes_accessed and device {}'s "
+                         "peak_tflops, hbm_gbps, efficiencies and launch_overhead_us",
+                         d.name);
+    throw Error(fmt::format(
+        "{}: ops[{}] ({}): its time is {:g} us{} ({}), over the limit of {:g} us per op",
+        g.name.empty() ? "graph" : g.name, o, op.type, t,
+        scale != 1 ? fmt::format(" with --compute-scale {:g}", scale) : "", from, kMaxOpUs));
+  }
 }
 
 double ideal_us(const std::vector<double>& op_times) {

@@ -23,6 +23,14 @@ double estimate_op_us(const Op& op, const DeviceProfile& d);
 std::vector<double> op_times_us(const Graph& g, const DeviceProfile& d,
                                 std::vector<std::string>* warnings = nullptr);
 
+// Checks times (op_times_us(g, d)) multiplied by scale (--compute-scale)
+// against Note [Input limits] (util/limits.h): throws sa::Error naming the
+// first op whose scaled time is not a finite number from 0 to kMaxOpUs, and
+// where its time came from. Every command that reads a graph and a device
+// calls it before planning, simulating or running.
+void check_op_times(const Graph& g, const DeviceProfile& d, const std::vector<double>& times,
+                    double scale = 1);
+
 // Sum of op times: the iteration time with unlimited memory (no swapping).
 double ideal_us(const std::vector<double>& op_times);
 

@@ -30,6 +30,13 @@ std::string_view to_string(TensorKind k) {
   return "?";
 }
 
+std::string with_article(TensorKind k) {
+  const std::string_view name = to_string(k);
+  const bool vowel =
+      !name.empty() && std::string_view("aeiou").find(name[0]) != std::string_view::npos;
+  return std::string(vowel ? "an " : "a ") + std::string(name);
+}
+
 std::optional<TensorKind> parse_tensor_kind(std::string_view s) {
   for (const auto& [kind, name] : kKindNames)
     if (name == s) return kind;

@@ -45,6 +45,8 @@ constexpr bool exists_at_start(TensorKind k) {
 
 std::string_view to_string(TensorKind k);
 std::optional<TensorKind> parse_tensor_kind(std::string_view s);
+// The kind with its article, for messages: "an activation", "a param".
+std::string with_article(TensorKind k);
 
 enum class Phase : uint8_t { kUnknown, kForward, kBackward, kUpdate };
 std::string_view to_string(Phase p);  // "" for kUnknown

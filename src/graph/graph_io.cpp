@@ -38,25 +38,6 @@ struct Loc {
   Loc at(int i) const { return {array, index, field, i}; }
 };
 
-std::string describe(const json& j) {
-  switch (j.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return j.get<bool>() ? "true" : "false";
-    case json::value_t::string:
-      return "the string " + quote(j.get_ref<const std::string&>());
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::object:
-      return "an object";
-    case json::value_t::binary:
-      return "binary data";
-    default:
-      return "the number " + j.dump();  // 1.0 prints as "1.0", 1e30 as "1e+30"
-  }
-}
-
 // Where an integer lies relative to an allowed range [lo, hi].
 enum class Range { kBelow, kInside, kAbove };
 struct Integer {

@@ -27,17 +27,19 @@ std::string_view list_name(Access a) {
   return "?";
 }
 
-const char* article(TensorKind k) {
-  return k == TensorKind::kInput || k == TensorKind::kOptimizerState || k == TensorKind::kActivation
-             ? "an"
-             : "a";
-}
-
 void check_cost(std::string_view origin, int op, const char* field,
                 const std::optional<double>& v) {
   if (v && (!std::isfinite(*v) || *v < 0))
     fail(origin, fmt::format("ops[{}].{}", op, field),
          fmt::format("must be a finite number >= 0, got {}", *v));
+}
+
+// Note [Input limits] (util/limits.h).
+void check_time(std::string_view origin, int op, const std::optional<double>& v) {
+  check_cost(origin, op, "time_us", v);
+  if (v && *v > kMaxOpUs)
+    fail(origin, fmt::format("ops[{}].time_us", op),
+         fmt::format("{:g} us is over the limit of {:g} us per op", *v, kMaxOpUs));
 }
 
 }  // namespace
@@ -79,7 +81,7 @@ void validate_graph(const Graph& g, std::string_view origin) {
     if (op.workspace_bytes < 0 || op.workspace_bytes > kMaxBytes)
       fail(origin, fmt::format("ops[{}].workspace_bytes", o),
            fmt::format("must be between 0 and 2^50, got {}", op.workspace_bytes));
-    check_cost(origin, o, "time_us", op.time_us);
+    check_time(origin, o, op.time_us);
     check_cost(origin, o, "flops", op.flops);
     check_cost(origin, o, "bytes_accessed", op.bytes_accessed);
 
@@ -100,9 +102,9 @@ void validate_graph(const Graph& g, std::string_view origin) {
         if (access == Access::kCreate) {
           if (!is_transient(kind))
             fail(origin, where(),
-                 fmt::format("tensor {} is {} {}; only activation, gradient and temp tensors "
+                 fmt::format("tensor {} is {}; only activation, gradient and temp tensors "
                              "can be created by an op",
-                             t, article(kind), to_string(kind)));
+                             t, with_article(kind)));
           if (creator[t] != kNoOp)
             fail(origin, where(),
                  fmt::format("tensor {} is created twice (first by ops[{}])", t, creator[t]));

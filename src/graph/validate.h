@@ -6,12 +6,9 @@
 #include <string_view>
 
 #include "graph/graph.h"
+#include "util/limits.h"  // kMaxBytes
 
 namespace sa {
-
-// Largest tensor, workspace or total the tools accept: 2^50 bytes (1 PiB).
-// Far above any device, and small enough that sums of sizes cannot overflow.
-inline constexpr int64_t kMaxBytes = int64_t{1} << 50;
 
 // Throws sa::Error "<origin>: <json path>: <problem>" for the first broken
 // rule, e.g. "model.json: ops[17].inputs[2]: unknown tensor id 99 (the graph

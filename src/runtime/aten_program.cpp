@@ -1,75 +1,110 @@
 #include "runtime/aten_program.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "util/checked.h"
 #include "util/error.h"
 #include "util/file_io.h"
 #include "util/json.h"
+#include "util/limits.h"
 
 namespace sa::runtime {
 namespace {
 
 using nlohmann::json;
 
-// The highest byte a view touches, plus one (0 for an empty view).
-int64_t view_end_bytes(const json& v, int elem) {
-  const auto& sizes = v.at("sizes");
-  const auto& strides = v.at("strides");
-  if (sizes.size() != strides.size()) throw Error("sizes and strides differ in length");
-  int64_t last = v.at("offset").get<int64_t>();
-  if (last < 0) throw Error("negative storage offset");
+// The largest number of elements a view may have (of any dtype), and the
+// largest byte a view may reach: kMaxBytes (2^50), so that no product or sum
+// of its sizes, strides and offset overflows, here or in libtorch.
+constexpr int64_t kMaxViewExtent = kMaxBytes;
+
+// A view's geometry, checked: sizes and strides whole numbers >= 0 of the
+// same length, an offset >= 0, and neither the element count nor the
+// highest element over kMaxViewExtent.
+struct Geometry {
+  int64_t numel = 1;
+  int64_t end_bytes = 0;  // the highest byte it touches, plus one (0 for an empty view)
+};
+
+Geometry geometry(const FieldReader& r, const json& v, const std::string& where, int elem,
+                  bool has_offset) {
+  const json& sizes = r.array(r.field(v, where, "sizes"), where + ".sizes");
+  const json& strides = r.array(r.field(v, where, "strides"), where + ".strides");
+  if (sizes.size() != strides.size())
+    r.fail(where, fmt::format("{} sizes but {} strides", sizes.size(), strides.size()));
+  const int64_t offset =
+      has_offset ? r.integer(r.field(v, where, "offset"), where + ".offset", 0, kMaxViewExtent) : 0;
+  Geometry g;
+  int64_t last = offset;  // the highest element, when none of the sizes is 0
   for (size_t i = 0; i < sizes.size(); ++i) {
-    const int64_t n = sizes[i].get<int64_t>();
-    const int64_t s = strides[i].get<int64_t>();
-    if (n < 0) throw Error("negative size");
-    if (n == 0) return 0;
-    if (s < 0) throw Error("negative stride");
-    last += (n - 1) * s;
+    const int64_t n = r.integer(sizes[i], fmt::format("{}.sizes[{}]", where, i), 0, kMaxViewExtent);
+    const int64_t s =
+        r.integer(strides[i], fmt::format("{}.strides[{}]", where, i), 0, kMaxViewExtent);
+    const auto numel = checked_mul(g.numel, n);
+    if (!numel || *numel > kMaxViewExtent)
+      r.fail(where + ".sizes", fmt::format("the view has over {} elements", kMaxViewExtent));
+    g.numel = *numel;
+    // (n - 1) * s is at most 2^100 before the check: compute it checked.
+    const auto reach = n == 0 ? std::optional<int64_t>(0) : checked_mul_add(n - 1, s, last);
+    if (!reach || *reach > kMaxViewExtent)
+      r.fail(where + ".strides",
+             fmt::format("the view reaches past element {} of its storage", kMaxViewExtent));
+    last = *reach;
   }
-  return (last + 1) * elem;
+  // last <= 2^50 and elem <= 16: no overflow.
+  g.end_bytes = g.numel == 0 ? 0 : (last + 1) * elem;
+  return g;
 }
 
 class Checker {
  public:
-  Checker(const std::string& origin, const Graph& g, AtenProgram& p)
-      : origin_(origin), g_(g), p_(p) {}
+  Checker(const FieldReader& r, const Graph& g, AtenProgram& p) : r_(r), g_(g), p_(p) {}
 
-  // Visits every tensor view in an encoded value.
+  // Visits every tensor view (and tensor without storage) in an encoded
+  // value; `where` names it for errors.
   void views(const json& v, OpId o, const std::string& where, std::set<TensorId>* seen) {
     if (v.is_array()) {
       for (size_t i = 0; i < v.size(); ++i)
         views(v[i], o, fmt::format("{}[{}]", where, i), seen);
       return;
     }
-    if (!v.is_object() || !v.contains("tensor")) return;
-    try {
-      const TensorId t = v.at("tensor").get<TensorId>();
-      if (t < 0 || t >= g_.num_tensors())
-        throw Error(fmt::format("unknown tensor {} (the graph has {})", t, g_.num_tensors()));
-      const int elem = dtype_size(v.at("dtype").get<std::string>());
-      if (elem == 0) throw Error(fmt::format("unknown dtype {}", v.at("dtype").dump()));
-      const int64_t end = view_end_bytes(v, elem);
-      if (end > g_.tensors[t].bytes)
-        throw Error(fmt::format("the view ends at byte {}, past tensor {}'s {} bytes", end, t,
-                                g_.tensors[t].bytes));
-      if (seen) seen->insert(t);
-    } catch (const json::exception& e) {
-      fail(o, where, e.what());
-    } catch (const Error& e) {
-      fail(o, where, e.what());
+    if (!v.is_object()) return;
+    const std::string at = fmt::format("ops[{}] ({}): {}", o, p_.ops[o].qualname, where);
+    if (v.contains("empty")) {
+      const Geometry geo = geometry(r_, v, at, dtype(v, at), false);
+      if (geo.numel != 0)
+        r_.fail(at, fmt::format("a tensor without storage (\"empty\") has {} elements, not 0",
+                                geo.numel));
+      return;
     }
+    if (!v.contains("tensor")) return;
+    const TensorId t =
+        static_cast<TensorId>(r_.integer(v.at("tensor"), at + ".tensor", 0, g_.num_tensors() - 1));
+    const int64_t end = geometry(r_, v, at, dtype(v, at), true).end_bytes;
+    if (end > g_.tensors[t].bytes)
+      r_.fail(at, fmt::format("the view ends at byte {}, past tensor {}'s {} bytes", end, t,
+                              g_.tensors[t].bytes));
+    if (seen) seen->insert(t);
   }
 
-  [[noreturn]] void fail(OpId o, const std::string& where, const std::string& what) {
-    throw Error(
-        fmt::format("{}: ops[{}] ({}): {}: {}", origin_, o, p_.ops[o].qualname, where, what));
+  [[noreturn]] void fail(OpId o, const std::string& where, const std::string& what) const {
+    r_.fail(fmt::format("ops[{}] ({}): {}", o, p_.ops[o].qualname, where), what);
   }
 
  private:
-  const std::string& origin_;
+  int dtype(const json& v, const std::string& at) const {
+    const std::string& name = r_.string(r_.field(v, at, "dtype"), at + ".dtype");
+    const int elem = dtype_size(name);
+    if (elem == 0) r_.fail(at + ".dtype", fmt::format("unknown dtype {}", quote(name)));
+    return elem;
+  }
+
+  const FieldReader& r_;
   const Graph& g_;
   AtenProgram& p_;
 };
@@ -86,87 +121,87 @@ int dtype_size(const std::string& d) {
   return 0;
 }
 
-AtenProgram read_aten_program(const std::string& path, const Graph& g) {
-  const json doc = parse_json(read_file(path), path);
+AtenProgram parse_aten_program(std::string_view text, const std::string& path, const Graph& g) {
+  const json doc = parse_json(text, path);
+  const FieldReader r(path);
   AtenProgram p;
   p.origin = path;
-  try {
-    if (doc.at("format") != "swapadvisor-exec")
-      throw Error(fmt::format("{}: not an exec file (format is {}, expected \"swapadvisor-exec\")",
-                              path, doc.at("format").dump()));
-    if (doc.at("version") != 1)
-      throw Error(
-          fmt::format("{}: unsupported exec file version {}", path, doc.at("version").dump()));
-    const json& gj = doc.at("graph");
-    p.graph_name = gj.at("name").get<std::string>();
-    if (p.graph_name != g.name || gj.at("ops").get<int>() != g.num_ops() ||
-        gj.at("tensors").get<int>() != g.num_tensors())
-      throw Error(
-          fmt::format("{}: made for graph {} ({} ops, {} tensors), not for {} ({} ops, {} "
-                      "tensors)",
-                      path, p.graph_name, gj.at("ops").dump(), gj.at("tensors").dump(), g.name,
-                      g.num_ops(), g.num_tensors()));
-    p.torch_version = doc.value("torch_version", "");
-    p.capture_device = doc.value("capture_device", "cpu");
-    p.storage_bytes.assign(g.num_tensors(), 0);
-    const json& ts = doc.at("tensors");
-    if (static_cast<int>(ts.size()) != g.num_tensors())
-      throw Error(
-          fmt::format("{}: {} tensors, the graph has {}", path, ts.size(), g.num_tensors()));
-    for (int i = 0; i < g.num_tensors(); ++i) {
-      if (ts[i].at("id").get<int>() != i)
-        throw Error(fmt::format("{}: tensors[{}]: id out of order", path, i));
-      const int64_t b = ts[i].at("storage_bytes").get<int64_t>();
-      if (b <= 0 || b > g.tensors[i].bytes)
-        throw Error(
-            fmt::format("{}: tensors[{}]: storage_bytes {} is not in 1..{} (the graph's "
-                        "bytes)",
-                        path, i, b, g.tensors[i].bytes));
-      p.storage_bytes[i] = b;
+  const std::string& format = r.string(r.field(doc, "", "format"), "format");
+  if (format != "swapadvisor-exec")
+    r.fail("format",
+           fmt::format("not an exec file ({}, expected \"swapadvisor-exec\")", quote(format)));
+  const json& version = r.field(doc, "", "version");
+  if (json_integer(version, 1, 1) != 1)
+    r.fail("version", fmt::format("unsupported exec file version {}", describe(version)));
+  const json& gj = r.field(doc, "", "graph");
+  p.graph_name = r.string(r.field(gj, "graph", "name"), "graph.name");
+  const json& num_ops = r.field(gj, "graph", "ops");
+  const json& num_tensors = r.field(gj, "graph", "tensors");
+  if (p.graph_name != g.name || json_integer(num_ops, 0, INT32_MAX) != g.num_ops() ||
+      json_integer(num_tensors, 0, INT32_MAX) != g.num_tensors())
+    r.fail("graph", fmt::format("made for graph {} ({} ops, {} tensors), not for {} ({} ops, {} "
+                                "tensors)",
+                                quote(p.graph_name), num_ops.dump(), num_tensors.dump(),
+                                quote(g.name), g.num_ops(), g.num_tensors()));
+  if (const std::string* v = r.optional_string(doc, "", "torch_version")) p.torch_version = *v;
+  p.capture_device = "cpu";
+  if (const std::string* v = r.optional_string(doc, "", "capture_device")) p.capture_device = *v;
+  p.storage_bytes.assign(g.num_tensors(), 0);
+  const json& ts = r.array(r.field(doc, "", "tensors"), "tensors");
+  if (static_cast<int64_t>(ts.size()) != g.num_tensors())
+    r.fail("tensors", fmt::format("{} tensors, the graph has {}", ts.size(), g.num_tensors()));
+  for (int i = 0; i < g.num_tensors(); ++i) {
+    const std::string where = fmt::format("tensors[{}]", i);
+    r.integer(r.field(ts[i], where, "id"), where + ".id", i, i);
+    p.storage_bytes[i] = r.integer(r.field(ts[i], where, "storage_bytes"), where + ".storage_bytes",
+                                   1, g.tensors[i].bytes);
+  }
+  const json& ops = r.array(r.field(doc, "", "ops"), "ops");
+  if (static_cast<int64_t>(ops.size()) != g.num_ops())
+    r.fail("ops", fmt::format("{} ops, the graph has {}", ops.size(), g.num_ops()));
+  p.ops.resize(ops.size());
+  for (int o = 0; o < g.num_ops(); ++o) {
+    const json& j = ops[o];
+    const std::string where = fmt::format("ops[{}]", o);
+    AtenOp& op = p.ops[o];
+    r.integer(r.field(j, where, "id"), where + ".id", o, o);
+    op.qualname = r.string(r.field(j, where, "op"), where + ".op");
+    const auto colon = op.qualname.find("::");
+    const auto dot = op.qualname.rfind('.');
+    if (colon == std::string::npos || dot == std::string::npos || dot < colon)
+      r.fail(where + ".op",
+             fmt::format("operator {} is not NAMESPACE::NAME.OVERLOAD", quote(op.qualname)));
+    op.name = op.qualname.substr(0, dot);
+    op.overload = op.qualname.substr(dot + 1);
+    if (op.overload == "default") op.overload.clear();
+    if (g.ops[o].type != op.name)
+      r.fail(where + ".op", fmt::format("{} but the graph's op {} is {}", quote(op.qualname), o,
+                                        quote(g.ops[o].type)));
+    op.args = r.array(r.field(j, where, "args"), where + ".args");
+    const json* kwargs = FieldReader::find(j, "kwargs");
+    op.kwargs = kwargs ? r.object(*kwargs, where + ".kwargs") : json::object();
+    op.results = r.array(r.field(j, where, "results"), where + ".results");
+    if (const json* random = FieldReader::find(j, "random")) {
+      if (!random->is_boolean())
+        r.fail(where + ".random", fmt::format("expected true or false, got {}", describe(*random)));
+      op.random = random->get<bool>();
     }
-    const json& ops = doc.at("ops");
-    if (static_cast<int>(ops.size()) != g.num_ops())
-      throw Error(fmt::format("{}: {} ops, the graph has {}", path, ops.size(), g.num_ops()));
-    p.ops.resize(ops.size());
-    for (int o = 0; o < g.num_ops(); ++o) {
-      const json& j = ops[o];
-      AtenOp& op = p.ops[o];
-      if (j.at("id").get<int>() != o)
-        throw Error(fmt::format("{}: ops[{}]: id out of order", path, o));
-      op.qualname = j.at("op").get<std::string>();
-      const auto colon = op.qualname.find("::");
-      const auto dot = op.qualname.rfind('.');
-      if (colon == std::string::npos || dot == std::string::npos || dot < colon)
-        throw Error(fmt::format("{}: ops[{}]: operator {} is not NAMESPACE::NAME.OVERLOAD", path, o,
-                                quote(op.qualname)));
-      op.name = op.qualname.substr(0, dot);
-      op.overload = op.qualname.substr(dot + 1);
-      if (op.overload == "default") op.overload.clear();
-      const std::string type = g.ops[o].type;
-      if (type != op.name)
-        throw Error(fmt::format("{}: ops[{}]: {} but the graph's op {} is {}", path, o, op.qualname,
-                                o, type));
-      op.args = j.at("args");
-      op.kwargs = j.value("kwargs", json::object());
-      op.results = j.at("results");
-      op.random = j.value("random", false);
-      if (!op.args.is_array() || !op.kwargs.is_object() || !op.results.is_array())
-        throw Error(
-            fmt::format("{}: ops[{}]: args must be an array, kwargs an object, results an "
-                        "array",
-                        path, o));
-    }
-    const json& loss = doc.at("loss");
-    p.loss_after_op = loss.at("after_op").is_null() ? kNoOp : loss.at("after_op").get<OpId>();
-    p.loss_view = loss.at("value");
-    p.captured_loss = loss.value("captured", 0.0);
-  } catch (const json::exception& e) {
-    throw Error(fmt::format("{}: malformed exec file: {}", path, e.what()));
+  }
+  const json& loss = r.field(doc, "", "loss");
+  const json& after = r.field(loss, "loss", "after_op");
+  p.loss_after_op = after.is_null()
+                        ? kNoOp
+                        : static_cast<OpId>(r.integer(after, "loss.after_op", 0, g.num_ops() - 1));
+  p.loss_view = r.field(loss, "loss", "value");
+  if (const json* captured = FieldReader::find(loss, "captured")) {
+    if (!captured->is_number())
+      r.fail("loss.captured", fmt::format("expected a number, got {}", describe(*captured)));
+    p.captured_loss = captured->get<double>();
   }
 
   // Every view lies inside its tensor, and names only tensors the op
   // accesses; results name exactly the op's outputs.
-  Checker c(path, g, p);
+  Checker c(r, g, p);
   for (int o = 0; o < g.num_ops(); ++o) {
     const Op& gop = g.ops[o];
     std::set<TensorId> named, accessed;
@@ -187,11 +222,15 @@ AtenProgram read_aten_program(const std::string& path, const Graph& g) {
                          outputs.size()));
   }
   if (p.loss_after_op != kNoOp) {
-    if (p.loss_after_op < 0 || p.loss_after_op >= g.num_ops())
-      throw Error(fmt::format("{}: loss.after_op {} is not an op", path, p.loss_after_op));
+    if (!p.loss_view.is_object() || !p.loss_view.contains("tensor"))
+      r.fail("loss.value", fmt::format("expected a tensor view, got {}", describe(p.loss_view)));
     c.views(p.loss_view, p.loss_after_op, "loss.value", nullptr);
   }
   return p;
+}
+
+AtenProgram read_aten_program(const std::string& path, const Graph& g) {
+  return parse_aten_program(read_file(path), path, g);
 }
 
 }  // namespace sa::runtime

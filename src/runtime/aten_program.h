@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -40,7 +41,11 @@ struct AtenProgram {
 // same name, op and tensor counts, every tensor argument a view that lies
 // inside its graph tensor, and every tensor an op's arguments name is one it
 // accesses in the graph. Throws sa::Error naming the file, op and argument.
+// Ids, sizes, strides and offsets are whole numbers (not 5.5, not 2^32 + 1
+// for a 32-bit id), and no view's extent overflows (Note [Input limits]).
 AtenProgram read_aten_program(const std::string& path, const Graph& g);
+// The same from the file's text (gunzipped); origin names it in errors.
+AtenProgram parse_aten_program(std::string_view text, const std::string& origin, const Graph& g);
 
 // Bytes per element of a dtype name ("float32" -> 4); 0 when unknown.
 int dtype_size(const std::string& dtype);

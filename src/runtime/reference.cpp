@@ -1,6 +1,7 @@
 #include "runtime/reference.h"
 
 #include "runtime/synthetic_op.h"
+#include "util/error.h"
 
 namespace sa::runtime {
 namespace {
@@ -42,47 +43,78 @@ std::vector<TensorId> updated_inputs(const Graph& g) {
   return out;
 }
 
-Reference run_reference(const Graph& g, int iterations) {
-  Reference ref;
-  ref.layout = make_slot_layout(g);
-  const KernelTable table = make_kernel_table(g, ref.layout, nullptr);
-  for (TensorId t = 0; t < g.num_tensors(); ++t)
-    if (is_persistent(g.tensors[t].kind)) ref.persistent.push_back(t);
+struct ReferenceState {
+  const Graph* g = nullptr;
+  int iterations = 0;
+  SlotLayout layout;
+  KernelTable table;
+  std::vector<TensorId> persistent;
+  std::vector<OpId> last_use;  // transients are freed after their last access
+  std::vector<TensorId> reset;
+  std::vector<std::vector<uint64_t>> words;  // per tensor, one word per sample
+  int done = 0;                              // iterations computed
+  std::vector<uint64_t> slots;               // of iteration done - 1
+  std::vector<uint64_t> persistent_sums;     // of iteration done - 1
 
-  // Transients are freed after their last access.
-  std::vector<OpId> last_use(g.num_tensors(), kNoOp);
-  for (OpId o = 0; o < g.num_ops(); ++o)
-    for_each_access(g.ops[o], [&](TensorId t, Access) { last_use[t] = o; });
-
-  std::vector<std::vector<uint64_t>> words(g.num_tensors());
-  for (TensorId t = 0; t < g.num_tensors(); ++t)
-    if (exists_at_start(g.tensors[t].kind)) init_tensor(g, t, words[t]);
-  const std::vector<TensorId> reset = updated_inputs(g);
-  CompactMem mem{&words};
-  for (int it = 0; it < iterations; ++it) {
+  void run_iteration() {
+    const Graph& graph = *g;
     for (TensorId t : reset)
-      init_tensor(g, t, words[t]);
-    std::vector<uint64_t> slots(ref.layout.num_slots(), 0);
-    for (OpId o = 0; o < g.num_ops(); ++o) {
-      for (TensorId t : g.ops[o].outputs)
-        words[t].assign(synthetic::num_samples(g.tensors[t].bytes), 0);
+      init_tensor(graph, t, words[t]);
+    slots.assign(layout.num_slots(), 0);
+    CompactMem mem{&words};
+    for (OpId o = 0; o < graph.num_ops(); ++o) {
+      for (TensorId t : graph.ops[o].outputs)
+        words[t].assign(synthetic::num_samples(graph.tensors[t].bytes), 0);
       synthetic::run_op(o, table.of(o), mem, slots.data());
-      for_each_access(g.ops[o], [&](TensorId t, Access) {
-        if (last_use[t] == o && is_transient(g.tensors[t].kind))
+      for_each_access(graph.ops[o], [&](TensorId t, Access) {
+        if (last_use[t] == o && is_transient(graph.tensors[t].kind))
           std::vector<uint64_t>().swap(words[t]);
       });
     }
-    std::vector<uint64_t> sums;
-    sums.reserve(ref.persistent.size());
-    for (TensorId t : ref.persistent) {
+    persistent_sums.clear();
+    for (TensorId t : persistent) {
       uint64_t s = 0;
       for (int64_t i = 0; i < static_cast<int64_t>(words[t].size()); ++i)
         s += synthetic::checksum_term(words[t][i], i);
-      sums.push_back(s);
+      persistent_sums.push_back(s);
     }
-    ref.slots.push_back(std::move(slots));
-    ref.persistent_sums.push_back(std::move(sums));
+    ++done;
   }
+};
+
+const ReferenceIterations::Sums& ReferenceIterations::operator[](int it) const {
+  SA_CHECK(state_ && it >= 0 && it < state_->iterations,
+           "reference iteration {} asked for, of a run of {}", it, state_ ? state_->iterations : 0);
+  SA_CHECK(it + 1 >= state_->done,
+           "reference iteration {} asked for after iteration {}: only the latest is kept", it,
+           state_->done - 1);
+  while (state_->done <= it)
+    state_->run_iteration();
+  return (*state_).*which_;
+}
+
+Reference run_reference(const Graph& g, int iterations) {
+  auto state = std::make_shared<ReferenceState>();
+  ReferenceState& st = *state;
+  st.g = &g;
+  st.iterations = iterations;
+  st.layout = make_slot_layout(g);
+  st.table = make_kernel_table(g, st.layout, nullptr);
+  for (TensorId t = 0; t < g.num_tensors(); ++t)
+    if (is_persistent(g.tensors[t].kind)) st.persistent.push_back(t);
+  st.last_use.assign(g.num_tensors(), kNoOp);
+  for (OpId o = 0; o < g.num_ops(); ++o)
+    for_each_access(g.ops[o], [&](TensorId t, Access) { st.last_use[t] = o; });
+  st.words.resize(g.num_tensors());
+  for (TensorId t = 0; t < g.num_tensors(); ++t)
+    if (exists_at_start(g.tensors[t].kind)) init_tensor(g, t, st.words[t]);
+  st.reset = updated_inputs(g);
+
+  Reference ref;
+  ref.layout = st.layout;
+  ref.persistent = st.persistent;
+  ref.slots = ReferenceIterations(state, &ReferenceState::slots);
+  ref.persistent_sums = ReferenceIterations(state, &ReferenceState::persistent_sums);
   return ref;
 }
 

@@ -1,13 +1,18 @@
 #include "runtime/values_file.h"
 
 #include <cstring>
+#include <limits>
+#include <optional>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "util/checked.h"
 #include "util/error.h"
 #include "util/file_io.h"
 #include "util/json.h"
+#include "util/limits.h"
 
 namespace sa::runtime {
 namespace {
@@ -42,8 +47,7 @@ const TensorValue* ValuesFile::find(TensorId t) const {
   return nullptr;
 }
 
-ValuesFile read_values_file(const std::string& path) {
-  const std::string buf = read_file(path);
+ValuesFile parse_values_file(std::string_view buf, const std::string& path) {
   if (buf.size() < 24 || std::memcmp(buf.data(), kMagic, 8) != 0)
     throw Error(
         fmt::format("{}: not a swapadvisor values file (it does not start with SAVALUES)", path));
@@ -53,32 +57,45 @@ ValuesFile read_values_file(const std::string& path) {
                             kVersion));
   const uint64_t hlen = load_le<uint64_t>(buf.data() + 16);
   if (hlen > buf.size() - 24)
-    throw Error(fmt::format("{}: header of {} bytes runs past the end of the file", path, hlen));
-  const nlohmann::json h = parse_json(std::string_view(buf).substr(24, hlen), path + " (header)");
+    throw Error(fmt::format("{}: header of {} bytes runs past the end of the file ({} bytes)", path,
+                            hlen, buf.size()));
+  const FieldReader r(path + " (header)");
+  const nlohmann::json h = parse_json(buf.substr(24, hlen), r.origin());
+  const int64_t size = static_cast<int64_t>(buf.size());
   const int64_t data_start = round_up(24 + static_cast<int64_t>(hlen));
   ValuesFile v;
-  try {
-    if (h.contains("graph")) v.graph = h.at("graph").get<std::string>();
-    for (const auto& e : h.at("tensors")) {
-      TensorValue t;
-      t.tensor = e.at("tensor").get<TensorId>();
-      if (e.contains("name")) t.name = e.at("name").get<std::string>();
-      if (e.contains("kind")) t.kind = e.at("kind").get<std::string>();
-      const int64_t bytes = e.at("bytes").get<int64_t>();
-      const int64_t off = e.at("offset").get<int64_t>();
-      if (bytes < 0 || off < 0 || data_start + off + bytes > static_cast<int64_t>(buf.size()))
-        throw Error(
-            fmt::format("{}: tensor {}: {} bytes at offset {} run past the end of the "
-                        "file ({} bytes)",
-                        path, t.tensor, bytes, off, buf.size()));
-      t.data.resize(static_cast<size_t>(bytes));
-      std::memcpy(t.data.data(), buf.data() + data_start + off, static_cast<size_t>(bytes));
-      v.tensors.push_back(std::move(t));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: malformed header: {}", path, e.what()));
+  if (const std::string* g = r.optional_string(h, "", "graph")) v.graph = *g;
+  const nlohmann::json& tensors = r.array(r.field(h, "", "tensors"), "tensors");
+  std::unordered_map<TensorId, size_t> entry_of;  // per tensor id: its entry, to reject duplicates
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const nlohmann::json& e = tensors[i];
+    const std::string where = fmt::format("tensors[{}]", i);
+    TensorValue t;
+    t.tensor = static_cast<TensorId>(r.integer(r.field(e, where, "tensor"), where + ".tensor", 0,
+                                               std::numeric_limits<TensorId>::max()));
+    if (auto [it, inserted] = entry_of.try_emplace(t.tensor, i); !inserted)
+      r.fail(where + ".tensor",
+             fmt::format("tensor {} already has a value (tensors[{}])", t.tensor, it->second));
+    if (const std::string* name = r.optional_string(e, where, "name")) t.name = *name;
+    if (const std::string* kind = r.optional_string(e, where, "kind")) t.kind = *kind;
+    const int64_t bytes = r.integer(r.field(e, where, "bytes"), where + ".bytes", 0, size);
+    const int64_t off = r.integer(r.field(e, where, "offset"), where + ".offset", 0, size);
+    const std::optional<int64_t> end = checked_add(data_start + off, bytes);
+    if (!end || *end > size)
+      r.fail(where, fmt::format("{} bytes at offset {} run past the end of the file ({} bytes)",
+                                bytes, off, size));
+    const char* data = buf.data() + data_start + off;
+    t.data.assign(reinterpret_cast<const std::byte*>(data),
+                  reinterpret_cast<const std::byte*>(data + bytes));
+    v.tensors.push_back(std::move(t));
   }
   return v;
+}
+
+ValuesFile read_values_file(const std::string& path) {
+  // A values file holds tensors' bytes: as large as a model, not limited
+  // like a JSON input (its header is, by parse_json).
+  return parse_values_file(read_file(path, kMaxBytes), path);
 }
 
 void write_values_file(const std::string& path, const ValuesFile& v) {
@@ -112,6 +129,9 @@ void write_values_file(const std::string& path, const ValuesFile& v) {
 }
 
 void check_values_against(const ValuesFile& v, const Graph& g, const std::string& origin) {
+  if (!v.graph.empty() && v.graph != g.name)
+    throw Error(fmt::format("{}: the values of graph {}, not of {}", origin, quote(v.graph),
+                            quote(g.name)));
   for (const TensorValue& t : v.tensors) {
     if (t.tensor < 0 || t.tensor >= g.num_tensors())
       throw Error(fmt::format("{}: value for tensor {}, but graph {} has {} tensors", origin,

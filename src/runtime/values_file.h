@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/graph.h"
@@ -34,13 +35,18 @@ struct ValuesFile {
   const TensorValue* find(TensorId t) const;
 };
 
-// Throws sa::Error naming the file for anything malformed: bad magic,
-// unsupported version, a header that is not the JSON above, data past the end.
+// Throws sa::Error naming the file and the header entry for anything
+// malformed: bad magic, unsupported version, a header that is not the JSON
+// above (ids, sizes and offsets are whole numbers, not 5.5 or 1e3; a tensor
+// has one entry at most), data past the end.
 ValuesFile read_values_file(const std::string& path);
+// The same from the file's bytes; origin names it in errors.
+ValuesFile parse_values_file(std::string_view bytes, const std::string& origin);
 void write_values_file(const std::string& path, const ValuesFile& v);
 
-// Checks that the values fit graph g: every tensor id exists and no entry is
-// larger than its tensor. Throws sa::Error naming the entry.
+// Checks that the values fit graph g: made for it (the header's graph name,
+// when it has one, is g's), every tensor id exists and no entry is larger
+// than its tensor. Throws sa::Error naming the entry.
 void check_values_against(const ValuesFile& v, const Graph& g, const std::string& origin);
 
 }  // namespace sa::runtime

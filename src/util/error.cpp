@@ -3,8 +3,9 @@
 namespace sa {
 
 void throw_internal(const char* file, int line, const char* cond, const std::string& detail) {
-  throw Error(fmt::format("internal error (a bug in swapadvisor) at {}:{}: check '{}' failed: {}",
-                          file, line, cond, detail));
+  throw InternalError(
+      fmt::format("internal error (a bug in swapadvisor) at {}:{}: check '{}' failed: {}", file,
+                  line, cond, detail));
 }
 
 }  // namespace sa

@@ -1,9 +1,14 @@
 #pragma once
-// Errors a user can cause (bad files, bad flags, impossible budgets) are
-// thrown as sa::Error with a message that names the file, the location and
-// the problem; the command-line front end prints it and exits non-zero.
-// A broken internal invariant is SA_CHECK: it also throws (so that tests and
-// the CLI report it instead of aborting), but its message says it is a bug.
+// Two kinds of error, told apart by type so that the command-line front end
+// can tell the user which one happened (exit status 1 or 2):
+//
+//   - sa::Error: something the user can cause and fix (a bad file, a bad
+//     flag, an impossible budget). Its message names the file, the location
+//     and the problem.
+//   - sa::InternalError: a broken internal invariant, thrown by SA_CHECK (so
+//     that tests and the CLI report it instead of aborting). Its message says
+//     that it is a bug. It is deliberately not an sa::Error: code that
+//     catches user errors to add context must not swallow bugs.
 
 #include <stdexcept>
 #include <string>
@@ -15,6 +20,11 @@ namespace sa {
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const std::string& what) : std::logic_error(what) {}
 };
 
 [[noreturn]] void throw_internal(const char* file, int line, const char* cond,

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "util/error.h"
+#include "util/limits.h"
+#include "util/units.h"
 
 namespace sa {
 
@@ -18,6 +20,89 @@ std::string quote(std::string_view s) {
                          .dump(-1, ' ', false, json::error_handler_t::replace);
   if (cut) text.insert(text.size() - 1, fmt::format("...({} bytes)", s.size()));
   return text;
+}
+
+std::string describe(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return j.get<bool>() ? "true" : "false";
+    case json::value_t::string:
+      return "the string " + quote(j.get_ref<const std::string&>());
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::binary:
+      return "binary data";
+    default:
+      return "the number " + j.dump();  // 1.0 prints as "1.0", 1e30 as "1e+30"
+  }
+}
+
+std::optional<int64_t> json_integer(const json& j, int64_t lo, int64_t hi) {
+  if (j.is_number_unsigned()) {
+    const uint64_t u = j.get<uint64_t>();
+    if (hi < 0 || u > static_cast<uint64_t>(hi) || static_cast<int64_t>(u) < lo)
+      return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (j.is_number_integer()) {
+    const int64_t v = j.get<int64_t>();
+    if (v < lo || v > hi) return std::nullopt;
+    return v;
+  }
+  return std::nullopt;
+}
+
+void FieldReader::fail(const std::string& where, const std::string& what) const {
+  throw Error(fmt::format("{}: {}: {}", origin_, where.empty() ? "(document)" : where, what));
+}
+
+const json* FieldReader::find(const json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+std::string FieldReader::member(const std::string& where, const char* key) {
+  return where.empty() ? std::string(key) : where + "." + key;
+}
+
+const json& FieldReader::field(const json& obj, const std::string& where, const char* key) const {
+  const json* j = find(object(obj, where), key);
+  if (!j) fail(member(where, key), "missing required field");
+  return *j;
+}
+
+int64_t FieldReader::integer(const json& j, const std::string& where, int64_t lo,
+                             int64_t hi) const {
+  const std::optional<int64_t> v = json_integer(j, lo, hi);
+  if (!v)
+    fail(where, fmt::format("expected a whole number from {} to {}, got {}", lo, hi, describe(j)));
+  return *v;
+}
+
+const std::string& FieldReader::string(const json& j, const std::string& where) const {
+  if (!j.is_string()) fail(where, fmt::format("expected a string, got {}", describe(j)));
+  return j.get_ref<const std::string&>();
+}
+
+const json& FieldReader::array(const json& j, const std::string& where) const {
+  if (!j.is_array()) fail(where, fmt::format("expected an array, got {}", describe(j)));
+  return j;
+}
+
+const json& FieldReader::object(const json& j, const std::string& where) const {
+  if (!j.is_object()) fail(where, fmt::format("expected an object, got {}", describe(j)));
+  return j;
+}
+
+const std::string* FieldReader::optional_string(const json& obj, const std::string& where,
+                                                const char* key) const {
+  const json* j = find(object(obj, where), key);
+  return j ? &string(*j, member(where, key)) : nullptr;
 }
 
 namespace {
@@ -94,7 +179,11 @@ std::string line_and_column(std::string_view text, size_t offset) {
 //     nlohmann 3.11 parses and destroys a 10^6-deep array without recursion,
 //     but copying or dump()ing one recurses and overflows the stack,
 //   - knows where in the document it is, so that a syntax error names the
-//     JSON path where it happened.
+//     JSON path where it happened,
+//   - stops when the document would take more than kMaxJsonDocumentBytes
+//     (Note [Input limits]): a few MB of "[0,0,0,..." make gigabytes of
+//     nlohmann values, and running out of memory while nlohmann destroys a
+//     half-built document aborts (its destructor allocates).
 class DomBuilder {
  public:
   static constexpr size_t kMaxDepth = 1000;
@@ -117,6 +206,7 @@ class DomBuilder {
   bool end_array() { return close(); }
 
   bool key(std::string& k) {
+    if (!charge(kMemberBytes + heap_bytes(k))) return false;
     Frame& f = stack_.back();
     auto [it, inserted] = f.container->get_ptr<json::object_t*>()->try_emplace(std::move(k));
     if (!inserted) {
@@ -154,8 +244,42 @@ class DomBuilder {
     json* slot = nullptr;              // objects: where that key's value goes
   };
 
+  // Memory nlohmann keeps per value, on a 64-bit libstdc++: the json itself
+  // (16 bytes; counted twice in an array, whose vector may hold as much
+  // spare capacity as it uses), or a std::map node holding key and value in
+  // an object (kMemberBytes, charged with the key); then what the value
+  // allocates for itself.
+  static constexpr int64_t kElementBytes = 2 * sizeof(json);
+  static constexpr int64_t kMemberBytes = 32 + sizeof(std::string) + sizeof(json);
+  static int64_t heap_bytes(const std::string& s) {
+    return s.size() < 16 ? 0 : static_cast<int64_t>(s.size()) + 1;
+  }
+  template <typename V>
+  static int64_t own_bytes(const V& v) {
+    if constexpr (std::is_same_v<std::decay_t<V>, std::string>)
+      return sizeof(std::string) + heap_bytes(v);
+    else if constexpr (std::is_same_v<std::decay_t<V>, json::binary_t>)
+      return sizeof(json::binary_t) + static_cast<int64_t>(v.size());
+    else if constexpr (std::is_same_v<std::decay_t<V>, json::value_t>)
+      return v == json::value_t::object ? sizeof(json::object_t) : sizeof(json::array_t);
+    else
+      return 0;
+  }
+
+  bool charge(int64_t bytes) {
+    bytes_ += bytes;
+    if (bytes_ <= kMaxJsonDocumentBytes) return true;
+    error_ = fmt::format(
+        "{}: the document would take over {} of memory (the limit for a JSON input; not a "
+        "swapadvisor file?)",
+        path(nullptr), format_bytes(kMaxJsonDocumentBytes));
+    return false;
+  }
+
   template <typename V>
   json* value(V&& v) {
+    const bool in_array = !stack_.empty() && stack_.back().container->is_array();
+    if (!charge(own_bytes(v) + (in_array ? kElementBytes : 0))) return nullptr;
     if (stack_.empty()) {
       root_ = json(std::forward<V>(v));
       return &root_;
@@ -175,7 +299,9 @@ class DomBuilder {
       error_ = fmt::format("{}: JSON nested deeper than {} levels", path(nullptr), kMaxDepth);
       return false;
     }
-    stack_.push_back(Frame{value(type)});
+    json* container = value(type);
+    if (!container) return false;
+    stack_.push_back(Frame{container});
     return true;
   }
 
@@ -203,6 +329,7 @@ class DomBuilder {
 
   json& root_;
   std::vector<Frame> stack_;
+  int64_t bytes_ = 0;  // estimated memory of the document so far
   std::string error_;
   size_t error_position_ = std::string::npos;
   bool is_syntax_error_ = false;
@@ -211,6 +338,9 @@ class DomBuilder {
 }  // namespace
 
 json parse_json(std::string_view text, std::string_view origin) {
+  if (static_cast<int64_t>(text.size()) > kMaxJsonInputBytes)
+    throw Error(fmt::format("{}: over {} of JSON (the limit for a JSON input)", origin,
+                            format_bytes(kMaxJsonInputBytes)));
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
     throw Error(fmt::format("{}: (document): the input is empty (expected a JSON object)", origin));
   json doc;

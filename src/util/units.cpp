@@ -16,6 +16,8 @@ std::optional<int64_t> parse_bytes(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
     text.remove_suffix(1);
   if (text.empty()) return std::nullopt;
+  // strtod would read hexadecimal ("0x10" as 16) too; nobody writes a size so.
+  if (text.find_first_of("xX") != std::string_view::npos) return std::nullopt;
   // strtod reads the longest number prefix ("11.5", "1e9"); the rest is the unit.
   const std::string owned(text);
   char* end = nullptr;

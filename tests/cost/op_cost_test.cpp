@@ -48,5 +48,28 @@ TEST(OpCost, UncostedOpsGetOverheadAndOneWarning) {
   EXPECT_EQ(ideal_us(t), 4);
 }
 
+// Note [Input limits]: an op time, given or estimated, and times
+// --compute-scale, is at most 10^12 us.
+TEST(OpCost, TimesOverTheLimitAreNamed) {
+  testing::GraphBuilder b;
+  b.op({}, {}, {}, 1e12);  // at the limit
+  b.op({}, {}, {}, 1.0);
+  b.g.ops[1].time_us.reset();
+  b.g.ops[1].flops = 1e300;  // 1e300 / (10^6 flop/us * 0.5) = 2e294 us
+  b.g.name = "g";
+  const DeviceProfile d = unit_device();
+  std::vector<double> t = op_times_us(b.g, d);
+  EXPECT_EQ(testing::error_of([&] { check_op_times(b.g, d, t); }),
+            "g: ops[1] (test::op): its time is 2e+294 us (estimated from its flops and "
+            "bytes_accessed and device unit's peak_tflops, hbm_gbps, efficiencies and "
+            "launch_overhead_us), over the limit of 1e+12 us per op");
+  b.g.ops[1].flops = 1e6;  // 2 us + 2 us overhead
+  t = op_times_us(b.g, d);
+  EXPECT_EQ(testing::error_of([&] { check_op_times(b.g, d, t); }), "(no error)");
+  EXPECT_EQ(testing::error_of([&] { check_op_times(b.g, d, t, 1.5); }),
+            "g: ops[0] (test::op): its time is 1.5e+12 us with --compute-scale 1.5 (its "
+            "time_us), over the limit of 1e+12 us per op");
+}
+
 }  // namespace
 }  // namespace sa

@@ -89,5 +89,13 @@ TEST(GraphIo, MissingFileIsAClearError) {
   }
 }
 
+TEST(GraphIo, KindsTakeTheirArticle) {
+  EXPECT_EQ(with_article(TensorKind::kActivation), "an activation");
+  EXPECT_EQ(with_article(TensorKind::kInput), "an input");
+  EXPECT_EQ(with_article(TensorKind::kOptimizerState), "an optimizer_state");
+  EXPECT_EQ(with_article(TensorKind::kParam), "a param");
+  EXPECT_EQ(with_article(TensorKind::kGradient), "a gradient");
+}
+
 }  // namespace
 }  // namespace sa

@@ -1,0 +1,39 @@
+// Fuzzes the ATen exec file reader (the part that needs no libtorch):
+// parse_aten_program against the tiny captured graph the input names
+// (tests/data/capture: tiny_mlp or tiny_cnn; tiny_mlp when it names
+// neither or is not JSON).
+
+#include <nlohmann/json.hpp>
+
+#include "fuzz_common.h"
+#include "graph/graph_io.h"
+#include "runtime/aten_program.h"
+#include "util/json.h"
+
+namespace {
+
+const sa::Graph& graph(const std::string& name) {
+  static const sa::Graph mlp =
+      sa::read_graph(sa::fuzz::data_dir() + "/capture/tiny_mlp.graph.json.gz");
+  static const sa::Graph cnn =
+      sa::read_graph(sa::fuzz::data_dir() + "/capture/tiny_cnn.graph.json.gz");
+  return name == cnn.name ? cnn : mlp;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  sa::fuzz::refused_or_read([&] {
+    const std::string text = sa::fuzz::input(data, size);
+    std::string name;
+    try {
+      const nlohmann::json doc = sa::parse_json(text, "fuzz");
+      const nlohmann::json* g = sa::FieldReader::find(doc, "graph");
+      const nlohmann::json* n = g ? sa::FieldReader::find(*g, "name") : nullptr;
+      if (n && n->is_string()) name = n->get<std::string>();
+    } catch (const sa::Error&) {
+    }
+    (void)sa::runtime::parse_aten_program(text, "fuzz", graph(name));
+  });
+  return 0;
+}
