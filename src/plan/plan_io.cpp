@@ -71,7 +71,7 @@ class PlanReader {
     const std::string fp = fmt::format("{:016x}", graph_fingerprint(g_));
     const json& gfp = field(graph, "graph", "fingerprint");
     if (!gfp.is_string())
-      fail("graph.fingerprint", fmt::format("expected a string, got {}", gfp.type_name()));
+      fail("graph.fingerprint", fmt::format("expected a string, got {}", describe(gfp)));
     if (gfp.get<std::string>() != fp)
       fail("graph.fingerprint",
            fmt::format("this plan was made for another graph (fingerprint {}, this graph's is {})",

@@ -301,8 +301,8 @@ bool Verifier::structure() {
       return fail("initial_resident names tensor {}, but the graph has {} tensors", r.tensor, n);
     const TensorKind kind = g_.tensors[r.tensor].kind;
     if (!is_persistent(kind))
-      return fail("initial_resident names {}, which is {} {}, not a persistent tensor",
-                  tensor(r.tensor), kind == TensorKind::kInput ? "an" : "a", to_string(kind));
+      return fail("initial_resident names {}, which is {}, not a persistent tensor",
+                  tensor(r.tensor), with_article(kind));
     if (init_obj_[r.tensor] != kNoObject)
       return fail("initial_resident names {} twice", tensor(r.tensor));
     if (!object_exists(r.object))

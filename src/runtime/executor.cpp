@@ -15,7 +15,6 @@ namespace sa::runtime {
 namespace {
 
 constexpr int kFree = -1;  // an object's tenant when it has none
-constexpr int kCompute = static_cast<int>(Stream::kCompute);
 using StreamSteps = std::array<StepId, kNumStreams>;  // per stream, a step id or -1
 constexpr StreamSteps kNoSteps = {-1, -1, -1};
 
