@@ -182,7 +182,8 @@ bool order_copies_by_deadline(const Graph& g, const Plan& p, std::span<const int
     const StepKind kind = p.steps[s].kind;
     for (StepId w : p.waits_of(s)) {
       if (lane_of[w] < 0) continue;
-      if (kind == StepKind::kCompute) {
+      // A recompute runs just before the op at the next compute step.
+      if (kind == StepKind::kCompute || kind == StepKind::kRecompute) {
         int32_t& dl = lanes[lane_of[w]].deadline[index[w]];
         dl = std::min(dl, static_cast<int32_t>(computes.size()));
       } else if (kind != StepKind::kSwapIn || lane_of[w] != 1) {

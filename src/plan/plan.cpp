@@ -17,6 +17,8 @@ std::string_view to_string(StepKind k) {
       return "swap_out";
     case StepKind::kDrop:
       return "drop";
+    case StepKind::kRecompute:
+      return "recompute";
   }
   return "?";
 }
@@ -107,6 +109,7 @@ void Plan::clear() {
   access_begin.clear();
   access_objects.clear();
   initial_resident.clear();
+  recompute_objects.clear();
 }
 
 void offsets_from_classes(Plan* p) {
@@ -132,6 +135,9 @@ PlanTraffic plan_traffic(const Graph& g, const Plan& p) {
         break;
       case StepKind::kDrop:
         ++t.drops;
+        break;
+      case StepKind::kRecompute:
+        ++t.recomputes;
         break;
       case StepKind::kCompute:
         break;

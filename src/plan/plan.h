@@ -37,6 +37,15 @@
 // * A swap-in copies a tensor's host copy into an object; a swap-out copies
 //   an object's tensor to its host copy; after a swap-out or drop the object is
 //   free. A transient's object is also free after its last access.
+// * A recompute step (on the compute stream) runs an op again to recreate
+//   its outputs: it reads the op's inputs, at the versions the op read when
+//   it ran, from its objects objects_of_step(s) (one per access slot, as a
+//   compute step's, in for_each_access order, then the workspace), and
+//   writes the outputs into free objects there. A recreated output is then
+//   on the device at version 1 (the op may not have updates, and the output
+//   must not have been updated since); one past its last access only passes
+//   through its object. A drop may lose a transient's only copy when a
+//   recompute recreates it before its next use.
 // * initial_resident lists the persistent tensors that are on the device, in
 //   the given objects and at their latest value, when the iteration starts;
 //   the plan must leave them there, at their latest value, when it ends. This
@@ -59,13 +68,16 @@ using ObjectId = int32_t;
 using ClassId = int32_t;
 inline constexpr ObjectId kNoObject = -1;
 
-enum class StepKind : uint8_t { kCompute, kSwapIn, kSwapOut, kDrop };
+// kRecompute runs an op again (Note [Plan semantics]); it is added last so
+// that the others keep their values.
+enum class StepKind : uint8_t { kCompute, kSwapIn, kSwapOut, kDrop, kRecompute };
 enum class Stream : uint8_t { kCompute = 0, kH2D = 1, kD2H = 2, kNone = 3 };
 inline constexpr int kNumStreams = 3;  // real streams: compute, H2D, D2H
 
 constexpr Stream stream_of(StepKind k) {
   switch (k) {
     case StepKind::kCompute:
+    case StepKind::kRecompute:
       return Stream::kCompute;
     case StepKind::kSwapIn:
       return Stream::kH2D;
@@ -76,17 +88,20 @@ constexpr Stream stream_of(StepKind k) {
   }
   return Stream::kNone;
 }
-std::string_view to_string(StepKind k);  // "compute", "swap_in", "swap_out", "drop"
+std::string_view to_string(StepKind k);  // "compute", "swap_in", "swap_out", "drop", "recompute"
 std::string_view to_string(Stream s);    // "compute", "h2d", "d2h", "none"
 
 struct Step {
   StepKind kind = StepKind::kCompute;
-  int32_t subject = 0;          // compute: the OpId; otherwise the TensorId (use op() / tensor())
-  ObjectId object = kNoObject;  // swaps and drops: the object; compute: kNoObject
+  int32_t subject = 0;  // compute, recompute: the OpId; otherwise the TensorId (op(), tensor())
+  ObjectId object = kNoObject;  // swaps and drops: the object; compute, recompute: kNoObject
   int32_t wait_begin = 0;       // waits are Plan::waits[wait_begin, wait_end)
   int32_t wait_end = 0;
+  // Recompute: its objects are Plan::recompute_objects[obj_begin, obj_end).
+  int32_t obj_begin = 0;
+  int32_t obj_end = 0;
 
-  bool runs_op() const { return kind == StepKind::kCompute; }
+  bool runs_op() const { return kind == StepKind::kCompute || kind == StepKind::kRecompute; }
   // The subject, checked against the kind: a compute step's op, a copy's or
   // drop's tensor. (Reading a compute step's subject as a tensor id indexes
   // the tensors with an op id, out of bounds whenever ops outnumber tensors.)
@@ -148,6 +163,7 @@ struct Plan {
   std::vector<int32_t> access_begin;  // per op, size num_ops + 1
   std::vector<ObjectId> access_objects;
   std::vector<ResidentTensor> initial_resident;
+  std::vector<ObjectId> recompute_objects;  // the recompute steps' objects
 
   int num_steps() const { return static_cast<int>(steps.size()); }
   int num_objects() const { return static_cast<int>(objects.size()); }
@@ -156,6 +172,12 @@ struct Plan {
   }
   std::span<const ObjectId> objects_of(OpId o) const {
     return {access_objects.data() + access_begin[o], access_objects.data() + access_begin[o + 1]};
+  }
+  // The objects a compute or recompute step uses, in access-slot order.
+  std::span<const ObjectId> objects_of_step(StepId s) const {
+    const Step& st = steps[s];
+    if (st.kind == StepKind::kCompute) return objects_of(st.subject);
+    return {recompute_objects.data() + st.obj_begin, recompute_objects.data() + st.obj_end};
   }
   // The bytes of the arena the objects reach: the pool's total for a
   // size-class plan, the highest object end for an arena plan.
@@ -183,6 +205,7 @@ struct PlanTraffic {
   int swap_ins = 0;
   int swap_outs = 0;
   int drops = 0;
+  int recomputes = 0;
 };
 PlanTraffic plan_traffic(const Graph& g, const Plan& p);
 

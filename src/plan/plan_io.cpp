@@ -84,7 +84,12 @@ class PlanReader {
     // initial resident names one. A ceiling checked before anything is
     // allocated for them (a tiny file must not make us allocate gigabytes).
     const json& steps = array(field(doc, "", "steps"), "steps");
-    const int64_t max_objects = int64_t{n} + m + static_cast<int64_t>(steps.size()) + 4096;
+    // (A recompute step names one object per access slot of its op.)
+    int64_t slots = 0;
+    for (const Op& op : g_.ops)
+      slots += num_access_slots(op);
+    const int64_t max_objects =
+        int64_t{n} + m + slots + 2 * static_cast<int64_t>(steps.size()) + 4096;
     if (version >= 2) {
       const json& a = field(doc, "", "allocator");
       const auto alloc = a.is_string() ? allocator_from_string(a.get<std::string>()) : std::nullopt;
@@ -152,6 +157,15 @@ class PlanReader {
         st.kind = StepKind::kCompute;
         st.subject = static_cast<int32_t>(integer(s[1], where + "[1]", 0, m - 1));
         waits_at = 2;
+      } else if (kind == "recompute") {
+        st.kind = StepKind::kRecompute;
+        if (s.size() != 4) fail(where, "expected [\"recompute\", op, [objects], [waits]]");
+        st.subject = static_cast<int32_t>(integer(s[1], where + "[1]", 0, m - 1));
+        const auto objs = ints<ObjectId>(s[2], where + "[2]", num_access_slots(g_.ops[st.subject]),
+                                         0, num_objects - 1);
+        st.obj_begin = static_cast<int32_t>(p.recompute_objects.size());
+        p.recompute_objects.insert(p.recompute_objects.end(), objs.begin(), objs.end());
+        st.obj_end = static_cast<int32_t>(p.recompute_objects.size());
       } else {
         if (kind == "swap_in")
           st.kind = StepKind::kSwapIn;
@@ -233,6 +247,9 @@ std::string plan_to_json(const Graph& g, const Plan& p) {
     const Step& st = p.steps[s];
     if (st.kind == StepKind::kCompute)
       out += fmt::format("[\"compute\",{},[{}]]", st.subject, fmt::join(p.waits_of(s), ","));
+    else if (st.kind == StepKind::kRecompute)
+      out += fmt::format("[\"recompute\",{},[{}],[{}]]", st.subject,
+                         fmt::join(p.objects_of_step(s), ","), fmt::join(p.waits_of(s), ","));
     else
       out += fmt::format("[\"{}\",{},{},[{}]]", to_string(st.kind), st.subject, st.object,
                          fmt::join(p.waits_of(s), ","));

@@ -95,6 +95,7 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
       if (st == 0) {
         const double t = op_us[step.subject];
         r.compute_us += t;
+        if (step.kind == StepKind::kRecompute) r.recompute_us += t;
         end_c = now + t;
       } else {
         const double bytes = static_cast<double>(g.tensors[step.subject].bytes);
@@ -197,9 +198,10 @@ std::vector<ObjectTenancy> object_tenancies(const Graph& g, const Plan& p,
           close(st.object, cur[st.object].last);
         }
         break;
-      case StepKind::kCompute: {
+      case StepKind::kCompute:
+      case StepKind::kRecompute: {
         const Op& op = g.ops[st.subject];
-        auto objs = p.objects_of(st.subject);
+        auto objs = p.objects_of_step(s);
         int k = 0;
         auto touch = [&](int32_t item) {
           const ObjectId o = objs[k++];

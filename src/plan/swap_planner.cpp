@@ -32,11 +32,14 @@ struct TempStep {
   int32_t key_pos;
   int32_t wait_begin;
   int32_t wait_end;
+  int32_t obj_begin = 0;  // recompute: its objects, in Pass::recompute_objs_
+  int32_t obj_end = 0;
 };
 
 int rank_of(StepKind k) {
   switch (k) {
     case StepKind::kCompute:
+    case StepKind::kRecompute:  // before the compute step it serves (emitted first)
       return 0;
     case StepKind::kSwapOut:
     case StepKind::kDrop:
@@ -69,6 +72,18 @@ enum class Mode : uint8_t {
   kBytes,   // a byte count; offsets packed afterwards
   kPlaced,  // arena ranges, placed as the walk goes
 };
+
+// Recomputation found no memory for an op's items (a plan that recomputes
+// more than fits): the candidate is not plannable.
+struct NoMemoryToRecompute {
+  OpId op;
+  int position;
+};
+
+std::string no_memory_to_recompute(const Graph& g, OpId op, int position) {
+  return fmt::format("no memory to recompute op {} ({}) before position {} of the order", op,
+                     g.ops[op].type, position);
+}
 
 // Placed mode: no window of the arena could take item x before position i
 // (the residents op i needs cut the free space into pieces too small).
@@ -133,6 +148,8 @@ class SwapPlanner::Pass {
   void place_op(int i);
   void after_op(int i, StepId compute);
   void fetch(ItemId x, int i);
+  bool may_drop_to_recompute(ItemId v) const;
+  StepId recompute(TensorId v, int i);
 
   int num_uses(ItemId x) const { return use_begin_[x + 1] - use_begin_[x]; }
   bool needed_later(ItemId x) const { return cursor_[x] < num_uses(x); }
@@ -167,6 +184,8 @@ class SwapPlanner::Pass {
   std::vector<uint8_t> updated_;  // persistent tensor modified during the iteration
   std::vector<int32_t> access_begin_;
   std::vector<int64_t> op_bytes_;        // per op: the bytes of every item it touches
+  std::vector<OpId> producer_;           // per tensor: the op that creates it, or kNoOp
+  std::vector<uint8_t> ever_updated_;    // per tensor: some op updates it in place
   std::vector<double> h2d_us_, d2h_us_;  // per item: its copy times, alone on the link
 
   // Per plan().
@@ -178,7 +197,8 @@ class SwapPlanner::Pass {
   bool placed() const { return mode_ == Mode::kPlaced; }
   int64_t capacity_ = 0;
   int nc_ = 0;
-  std::vector<double> prefix_;  // prefix_[i]: op time before position i
+  std::vector<double> prefix_;            // prefix_[i]: op time before position i
+  std::vector<int32_t> recompute_until_;  // per op: the last position a recompute of it may run at
   std::vector<int32_t> use_begin_, uses_;
   std::vector<ClassId> class_;
   std::vector<int64_t> class_bytes_;
@@ -191,8 +211,11 @@ class SwapPlanner::Pass {
   std::vector<int32_t> cursor_, last_pos_, pinned_;
   std::vector<int32_t> handled_;  // the position whose place_op() last handled the item
   std::vector<StepId> last_step_, arrival_;
-  std::vector<StepId> host_write_;  // the item's last eviction (swap-out or drop)
-  std::vector<int32_t> host_key_;   // and its key position
+  std::vector<StepId> host_write_;        // the item's last eviction (swap-out or drop)
+  std::vector<uint8_t> dropped_;          // dropped to be recomputed (Note [Recomputation])
+  std::vector<uint8_t> has_host_;         // a swap-out wrote its current version to the host
+  std::vector<ObjectId> recompute_objs_;  // the recompute steps' objects
+  std::vector<int32_t> host_key_;         // and its key position
   std::vector<ItemId> tenant_;
   std::vector<StepId> rel_compute_, rel_copy_;
   std::vector<int32_t> rel_pos_;
@@ -295,6 +318,14 @@ SwapPlanner::Pass::Pass(const Graph& g, const SizeTable& sizes, std::span<const 
   }
   access_begin_.assign(m_ + 1, 0);
   op_bytes_.assign(m_, 0);
+  producer_.assign(n_, kNoOp);
+  ever_updated_.assign(n_, 0);
+  for (OpId o = 0; o < m_; ++o) {
+    for (TensorId t : g.ops[o].outputs)
+      producer_[t] = o;
+    for (TensorId t : g.ops[o].updates)
+      ever_updated_[t] = 1;
+  }
   h2d_us_.resize(num_items_);
   d2h_us_.resize(num_items_);
   for (OpId o = 0; o < m_; ++o) {
@@ -340,6 +371,32 @@ void SwapPlanner::Pass::bind_ops(std::span<const OpId> order, const PlannerOptio
     const OpId o = order[i];
     for_each_access(g_.ops[o], [&](TensorId x, Access) { uses_[fill[x]++] = i; });
     if (g_.ops[o].workspace_bytes > 0) uses_[fill[n_ + o]++] = i;
+  }
+  // Note [Recomputation]: op p may run again at position q while every
+  // input still holds what p read (no update of it at a position in
+  // (pos(p), q)) and every transient input is still alive (its last use >= q).
+  recompute_until_.assign(m_, -1);
+  if (opt.recompute) {
+    std::vector<int32_t> pos(m_);
+    for (int i = 0; i < m_; ++i)
+      pos[order[i]] = i;
+    std::vector<std::vector<int32_t>> updated_at(n_);
+    for (int i = 0; i < m_; ++i)
+      for (TensorId t : g_.ops[order[i]].updates)
+        updated_at[t].push_back(i);
+    for (OpId p = 0; p < m_; ++p) {
+      const Op& op = g_.ops[p];
+      if (!may_recompute(op) || (op.random && !opt.recompute_random)) continue;
+      int32_t until = m_;
+      for (TensorId u : op.inputs) {
+        const auto& at = updated_at[u];
+        auto next = std::upper_bound(at.begin(), at.end(), pos[p]);
+        if (next != at.end()) until = std::min(until, *next);
+        if (is_transient(g_.tensors[u].kind) && num_uses(u) > 0)
+          until = std::min(until, uses_[use_begin_[u + 1] - 1]);
+      }
+      recompute_until_[p] = until;
+    }
   }
 }
 
@@ -519,7 +576,10 @@ ObjectId SwapPlanner::Pass::open_tenancy(ItemId x, int32_t free_key) {
 // still needed. The object's next tenant waits for that.
 void SwapPlanner::Pass::evict(ItemId v) {
   const ObjectId obj = obj_of_[v];
-  const StepKind kind = needs_copy(v) ? StepKind::kSwapOut : StepKind::kDrop;
+  const bool recompute = needs_copy(v) && may_drop_to_recompute(v);
+  const StepKind kind = needs_copy(v) && !recompute ? StepKind::kSwapOut : StepKind::kDrop;
+  if (recompute) dropped_[v] = 1;
+  if (kind == StepKind::kSwapOut) has_host_[v] = 1;
   const int32_t key = last_pos_[v];
   const StepId step = add_step(kind, v, obj, key, {last_step_[v]});
   if (kind == StepKind::kSwapOut) dirty_[v] = 0;
@@ -530,6 +590,117 @@ void SwapPlanner::Pass::evict(ItemId v) {
   release(obj, last_step_[v], step, key);
   obj_of_[v] = kNoObject;
   unlist_resident(v);
+}
+
+// Note [Recomputation]: whether v, evicted now, may be dropped and made
+// again by its producer before its next use, instead of copied out and in:
+// the search's genes allow it for v's producer (PlannerOptions::recompute),
+// which may run again (may_recompute), no output of it is ever updated in
+// place (a recompute makes version 1), and v's next use comes no later than
+// the producer's inputs still hold what it read (recompute_until_).
+bool SwapPlanner::Pass::may_drop_to_recompute(ItemId v) const {
+  if (!opt_.recompute || v >= n_ || !is_transient(g_.tensors[v].kind) || !needed_later(v))
+    return false;
+  const OpId p = producer_[v];
+  if (p == kNoOp || !(*opt_.recompute)[p] || recompute_until_[p] < 0) return false;
+  for (TensorId t : g_.ops[p].outputs)
+    if (ever_updated_[t]) return false;
+  return uses_[use_begin_[v] + cursor_[v]] <= recompute_until_[p];
+}
+
+// Note [Recomputation]: a recompute step, before the op at position i, that
+// makes v (dropped) and its siblings again. Its inputs are brought back
+// first (swapped in, or recomputed in turn); siblings on the device are
+// dropped (the step makes them again); outputs nobody needs any more only
+// pass through their objects. Returns the step.
+StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
+  const OpId p = producer_[v];
+  const Op& op = g_.ops[p];
+  for (TensorId u : op.inputs)
+    pinned_[u] = handled_[u] = i;  // walls until op i has run
+  for (TensorId t : op.outputs)
+    pinned_[t] = handled_[t] = i;
+  std::vector<StepId> waits;
+  for (TensorId u : op.inputs) {
+    if (obj_of_[u] != kNoObject) continue;
+    if (dropped_[u]) {
+      waits.push_back(recompute(u, i));
+      continue;
+    }
+    const ObjectId obj = acquire(u, i, true);
+    if (obj == kNoObject) throw NoMemoryToRecompute{p, i};
+    arrival_[u] = swap_in(u, obj, -1, -1);
+  }
+  for (TensorId t : op.outputs)
+    if (obj_of_[t] != kNoObject) {
+      dropped_[t] = 1;  // made again below: its copy here may go without a copy
+      const uint8_t dirty = dirty_[t];
+      dirty_[t] = 0;
+      evict(t);
+      dirty_[t] = dirty;
+    }
+  // Objects, slot by slot (outputs, inputs, workspace), and the waits.
+  const int32_t obj_begin = static_cast<int32_t>(recompute_objs_.size());
+  std::vector<ObjectId> made;  // the outputs' and the workspace's objects
+  auto fresh = [&](ItemId x) {
+    const ObjectId obj = acquire(x, i, false);
+    if (obj == kNoObject) throw NoMemoryToRecompute{p, i};
+    if (rel_copy_[obj] >= 0) waits.push_back(rel_copy_[obj]);
+    if (placed()) waits.insert(waits.end(), taken_copy_.begin(), taken_copy_.end());
+    tenant_[obj] = x;
+    made.push_back(obj);
+    recompute_objs_.push_back(obj);
+  };
+  for (TensorId t : op.outputs)
+    fresh(t);
+  for (TensorId u : op.inputs) {
+    recompute_objs_.push_back(obj_of_[u]);
+    if (arrival_[u] >= 0) waits.push_back(arrival_[u]);
+  }
+  if (op.workspace_bytes > 0) fresh(n_ + p);
+  std::sort(waits.begin(), waits.end());
+  waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
+  const int32_t wb = static_cast<int32_t>(waits_.size());
+  waits_.insert(waits_.end(), waits.begin(), waits.end());
+  steps_.push_back({StepKind::kRecompute, p, kNoObject, i, wb, static_cast<int32_t>(waits_.size()),
+                    obj_begin, static_cast<int32_t>(recompute_objs_.size())});
+  const StepId step = static_cast<StepId>(steps_.size()) - 1;
+  // Inputs: used now.
+  for (TensorId u : op.inputs) {
+    last_step_[u] = step;
+    last_pos_[u] = std::max(last_pos_[u], i - 1);
+    arrival_[u] = -1;
+  }
+  // Outputs: on the device again if still needed, else freed at once.
+  for (size_t k = 0; k < op.outputs.size(); ++k) {
+    const TensorId t = op.outputs[k];
+    const ObjectId obj = made[k];
+    if (arena()) {
+      tenancies_[obj].begin = when(i, StepKind::kCompute);
+      tenancies_[obj].first = step;
+    }
+    if (needed_later(t)) {
+      obj_of_[t] = obj;
+      dropped_[t] = 0;
+      dirty_[t] = !has_host_[t];
+      last_step_[t] = step;
+      last_pos_[t] = std::max(last_pos_[t], i - 1);
+      list_resident(t);
+    } else {
+      release(obj, step, -1, i);
+      ring_push(class_[t], obj);
+    }
+  }
+  if (op.workspace_bytes > 0) {
+    const ObjectId obj = made.back();
+    if (arena()) {
+      tenancies_[obj].begin = when(i, StepKind::kCompute);
+      tenancies_[obj].first = step;
+    }
+    release(obj, step, -1, i);
+    ring_push(class_[n_ + p], obj);
+  }
+  return step;
 }
 
 // Copies x from its host copy into obj, once the object's previous tenant is
@@ -1022,6 +1193,12 @@ void SwapPlanner::Pass::place_op(int i) {
   const Op& op = g_.ops[o];
   scratch_.clear();
   created_.clear();
+  // The op's dropped inputs are made again first (Note [Recomputation]).
+  for_each_access(op, [&](TensorId x, Access) { handled_[x] = i; });
+  for_each_access(op, [&](TensorId x, Access a) {
+    if (a != Access::kCreate && obj_of_[x] == kNoObject && dropped_[x])
+      scratch_.push_back(recompute(x, i));
+  });
   if (placed()) preplace(i);
   int slot = access_begin_[o];
   auto place = [&](ItemId x, Access access) {
@@ -1089,6 +1266,9 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
   arrival_.assign(items, -1);
   host_write_.assign(items, -1);
   host_key_.assign(items, -1);
+  dropped_.assign(items, 0);
+  has_host_.assign(items, 0);
+  recompute_objs_.clear();
   listed_at_.assign(items, -1);
   heap_ver_.assign(items, 0);
   victims_.clear();
@@ -1446,6 +1626,12 @@ void SwapPlanner::Pass::write_plan(std::span<const int32_t> visit, std::span<con
     st.kind = t.kind;
     st.subject = t.subject;
     st.object = object(t.object);
+    if (t.kind == StepKind::kRecompute) {
+      st.obj_begin = static_cast<int32_t>(p.recompute_objects.size());
+      for (int32_t k = t.obj_begin; k < t.obj_end; ++k)
+        p.recompute_objects.push_back(object(recompute_objs_[k]));
+      st.obj_end = static_cast<int32_t>(p.recompute_objects.size());
+    }
     st.wait_begin = static_cast<int32_t>(p.waits.size());
     for (int w = t.wait_begin; w < t.wait_end; ++w) {
       const StepId target = new_id[waits_[w]];
@@ -1522,14 +1708,19 @@ PlanResult SwapPlanner::plan(std::span<const OpId> order, const Allocation& a, i
   }
   if (!pass_->prepare(order, a, options, directives, !unbounded, &r.why)) return r;
   std::vector<int32_t> cnt = a.cnt;
-  if (unbounded) {
-    // Measure what the rules need with room for everything, then plan with
-    // exactly that.
-    pass_->run_passes(demand_counts(pass_->graph(), pass_->sizes(), a.cls, order));
-    cnt = pass_->peak_in_use;
+  try {
+    if (unbounded) {
+      // Measure what the rules need with room for everything, then plan with
+      // exactly that.
+      pass_->run_passes(demand_counts(pass_->graph(), pass_->sizes(), a.cls, order));
+      cnt = pass_->peak_in_use;
+    }
+    auto resident = pass_->run_passes(cnt);
+    pass_->emit(cnt, budget, std::move(resident), out, &r);
+  } catch (const NoMemoryToRecompute& e) {
+    r.why = no_memory_to_recompute(pass_->graph(), e.op, e.position);
+    return r;
   }
-  auto resident = pass_->run_passes(cnt);
-  pass_->emit(cnt, budget, std::move(resident), out, &r);
   r.ok = true;
   r.arena_bytes = out->arena_bytes();
   return r;
@@ -1554,12 +1745,15 @@ PlanResult SwapPlanner::plan_arena(std::span<const OpId> order, int64_t capacity
       r.capacity = cap;
       r.arena_bytes = peak;
       return r;
-    } catch (const NoRoom& e) {
+    } catch (const NoRoom&) {
       // Counting bytes and packing afterwards always finds room, if the
       // packing fits.
       PlannerOptions packed = options;
       packed.layout = ArenaLayout::kPacked;
       return plan_arena(order, capacity, budget, packed, out, directives);
+    } catch (const NoMemoryToRecompute& e) {
+      r.why = no_memory_to_recompute(pass_->graph(), e.op, e.position);
+      return r;
     }
   }
   int64_t cap = unbounded ? INT64_MAX / 8 : std::min(capacity, budget);
@@ -1567,7 +1761,13 @@ PlanResult SwapPlanner::plan_arena(std::span<const OpId> order, int64_t capacity
   const int64_t floor = pass_->max_op_bytes();
   for (int attempt = 0;; ++attempt) {
     pass_->set_capacity(cap);
-    auto resident = pass_->run_passes({});
+    std::vector<ResidentTensor> resident;
+    try {
+      resident = pass_->run_passes({});
+    } catch (const NoMemoryToRecompute& e) {
+      r.why = no_memory_to_recompute(pass_->graph(), e.op, e.position);
+      return r;
+    }
     const int64_t peak = pass_->pack();
     if (unbounded || peak <= budget) {
       pass_->add_reuse_waits();

@@ -89,6 +89,31 @@
 //
 // In both, a swap-in is keyed at its latest wait, so that the copy order
 // (Note [Copy order], plan/copy_order.h) admits it as soon as it can start.
+//
+// Note [Recomputation]
+// --------------------
+// A transient evicted under pressure is copied out and back in, or, where
+// PlannerOptions::recompute allows it for the op that made it, dropped and
+// made again by running that op before its next use (a recompute step on
+// the compute stream, Note [Plan semantics]). The search's genes say which
+// ops may be recomputed (search/ga.h); the planner checks that it is right
+// to: the op may run again (no updates; the graph does not forbid it; a
+// random op only when PlannerOptions::recompute_random), none of its outputs
+// is ever updated in place (the recompute makes version 1), and the next use
+// comes while the op's inputs still hold what it read: no update of an
+// input between the op and the next use, and every transient input still
+// alive then (recompute_until_). When the dropped tensor is needed, its
+// inputs come back first (swapped in, or recomputed in turn: chains are
+// allowed), siblings still on the device are dropped (the step makes them
+// again), and outputs no later op reads only pass through their objects.
+//
+//   op  0: a = f(x)    evict a (drop: f may run again)
+//   ...
+//   op  9: recompute f [x -> a'],  then  op 9: g(a')
+//
+// Recompute steps run before the compute step of the op that needs them,
+// keyed at its position; the simulator charges their op time to the compute
+// stream. With recompute null the plans are exactly the swap-only ones.
 
 #include <memory>
 #include <optional>
@@ -126,6 +151,12 @@ struct PlannerOptions {
   // Arena: place as the walk goes, or count bytes and pack afterwards
   // (Note [Arena planning]).
   ArenaLayout layout = ArenaLayout::kPlaced;
+  // Note [Recomputation]: per op, 1 where the outputs may be dropped when
+  // evicted and made again by running the op before their next use (null:
+  // never); whether ops that draw random numbers may run again too (the
+  // runtime replays their random state).
+  const std::vector<uint8_t>* recompute = nullptr;
+  bool recompute_random = true;
   int max_repairs = 6;                             // kPacked
   PackPolicy packing = PackPolicy::kGreedyBySize;  // kPacked (plan/packing.h)
 };

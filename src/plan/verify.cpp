@@ -83,6 +83,8 @@ class Verifier {
                            st.object);
       case StepKind::kDrop:
         return fmt::format("step {} (drop of {} from object {})", s, tensor(st.subject), st.object);
+      case StepKind::kRecompute:
+        return fmt::format("step {} (recompute of {})", s, op(st.subject));
     }
     return fmt::format("step {}", s);
   }
@@ -123,6 +125,8 @@ class Verifier {
   bool walk();
   bool end();
   bool compute_step(StepId s);
+  bool recompute_step(StepId s);
+  bool recreated_before_use(StepId s, TensorId t) const;
   bool swap_in(StepId s);
   bool swap_out(StepId s);
   bool drop(StepId s);
@@ -165,6 +169,10 @@ class Verifier {
   std::vector<StepId> host_step_;    // swap-out that wrote the host copy, or kStart
   std::vector<StepId> released_at_;  // last swap-out, drop or death, or -1
   std::vector<char> dead_;           // transient past its last access
+  std::vector<int32_t> read_ver_;    // per access slot: the version its op read (once it ran)
+  std::vector<char> ran_;            // per op: its compute step has run
+  std::vector<std::vector<StepId>> access_steps_;    // per tensor: compute steps accessing it
+  std::vector<std::vector<StepId>> recreate_steps_;  // per tensor: recompute steps recreating it
 
   // Object state during the walk (indexed by loc()).
   std::vector<TensorId> tenant_;              // current tenant or kFree
@@ -266,6 +274,46 @@ bool Verifier::structure() {
           return fail("{} names object {}; a compute step's objects are in access_objects", step(s),
                       st.object);
         break;
+      case StepKind::kRecompute: {
+        if (st.subject < 0 || st.subject >= m)
+          return fail("step {} (recompute) names op {}, but the graph has {} ops", s, st.subject,
+                      m);
+        const Op& oo = g_.ops[st.subject];
+        if (!may_recompute(oo))
+          return fail("{}: {} may not run again ({})", step(s), op(st.subject),
+                      !oo.updates.empty()  ? "it updates tensors in place"
+                      : oo.outputs.empty() ? "it has no outputs"
+                                           : "the graph marks it recompute: false");
+        const int64_t want = num_access_slots(oo);
+        if (st.obj_begin < 0 || st.obj_end < st.obj_begin ||
+            st.obj_end > static_cast<int64_t>(p_.recompute_objects.size()) ||
+            st.obj_end - st.obj_begin != want)
+          return fail("{} has objects [{}, {}) of recompute_objects, but its op needs {}", step(s),
+                      st.obj_begin, st.obj_end, want);
+        const auto objs = p_.objects_of_step(s);
+        int k = 0;
+        bool ok = true;
+        auto fits = [&](ObjectId x, int64_t bytes, ClassId c, const std::string& what) {
+          if (!ok) return;
+          if (!object_exists(x))
+            ok = fail("{} puts {} in object {}, but the plan has {} objects", step(s), what, x,
+                      num_objects_);
+          else if (arena_ && p_.objects[x].bytes < bytes)
+            ok = fail("{} puts {} ({} bytes) in object {} of {} bytes", step(s), what, bytes, x,
+                      p_.objects[x].bytes);
+          else if (!arena_ && class_of(x) != c)
+            ok = fail("{} puts {} in object {} of class {}, but it is in class {}", step(s), what,
+                      x, class_of(x), c);
+        };
+        for_each_access(oo, [&](TensorId t, Access) {
+          fits(objs[k++], g_.tensors[t].bytes, arena_ ? -1 : p_.tensor_class[t], tensor(t));
+        });
+        if (oo.workspace_bytes > 0)
+          fits(objs[k], oo.workspace_bytes, arena_ ? -1 : p_.workspace_class[st.subject],
+               "its workspace");
+        if (!ok) return false;
+        break;
+      }
       case StepKind::kSwapIn:
       case StepKind::kSwapOut:
       case StepKind::kDrop:
@@ -323,6 +371,7 @@ bool Verifier::structure() {
   // Index the objects: densely, unless the pool has far more objects than the
   // plan names (a hostile plan must not make us allocate gigabytes).
   const int64_t refs = static_cast<int64_t>(p_.access_objects.size()) + p_.num_steps() +
+                       static_cast<int64_t>(p_.recompute_objects.size()) +
                        static_cast<int64_t>(p_.initial_resident.size());
   dense_ = num_objects_ <= 4 * refs + 4096;
   int32_t num_local = num_objects_;
@@ -331,7 +380,8 @@ bool Verifier::structure() {
     ids_.reserve(refs);
     ids_.insert(ids_.end(), p_.access_objects.begin(), p_.access_objects.end());
     for (const Step& st : p_.steps)
-      if (st.kind != StepKind::kCompute) ids_.push_back(st.object);
+      if (!st.runs_op()) ids_.push_back(st.object);
+    ids_.insert(ids_.end(), p_.recompute_objects.begin(), p_.recompute_objects.end());
     for (const ResidentTensor& r : p_.initial_resident)
       ids_.push_back(r.object);
     std::sort(ids_.begin(), ids_.end());
@@ -486,6 +536,21 @@ bool Verifier::order() {
         "order) never runs",
         k, m, op(p_.order[k]), k);
 
+  // Per tensor: the compute steps that access it and the recompute steps
+  // that recreate it, in step order.
+  access_steps_.assign(n, {});
+  recreate_steps_.assign(n, {});
+  for (StepId s = 0; s < p_.num_steps(); ++s) {
+    const Step& st = p_.steps[s];
+    if (st.kind == StepKind::kCompute)
+      for_each_access(g_.ops[st.subject], [&](TensorId t, Access) {
+        if (access_steps_[t].empty() || access_steps_[t].back() != s) access_steps_[t].push_back(s);
+      });
+    else if (st.kind == StepKind::kRecompute)
+      for (TensorId t : g_.ops[st.subject].outputs)
+        recreate_steps_[t].push_back(s);
+  }
+
   // Per tensor: last position accessing it and number of accesses.
   last_pos_.assign(n, -1);
   remaining_.assign(n, 0);
@@ -625,6 +690,8 @@ bool Verifier::compute_step(StepId s) {
     if (!check_resident(oo.inputs[i], objs[nout + i], Access::kRead)) return false;
   for (size_t i = 0; i < oo.updates.size(); ++i)
     if (!check_resident(oo.updates[i], objs[nout + nin + i], Access::kUpdate)) return false;
+  for (int i = 0; i < nin; ++i)  // what a recompute of o must read
+    read_ver_[p_.access_begin[o] + nout + i] = ver_[oo.inputs[i]];
 
   // W1: outputs and the workspace need free objects.
   for (int i = 0; i < nout; ++i) {
@@ -647,6 +714,7 @@ bool Verifier::compute_step(StepId s) {
     dev_ver_[t] = ++ver_[t];
     data_step_[t] = write_step_[t] = s;
   }
+  ran_[o] = 1;
   // Transients die after their last access.
   for_each_access(oo, [&](TensorId t, Access) {
     --remaining_[t];
@@ -742,7 +810,7 @@ bool Verifier::drop(StepId s) {
   const TensorId t = st.subject;
   if (host_ver_[t] < dev_ver_[t]) {
     const bool persistent = is_persistent(g_.tensors[t].kind);
-    if (persistent || remaining_[t] > 0) {
+    if (persistent || (remaining_[t] > 0 && !recreated_before_use(s, t))) {
       std::string host;
       if (host_ver_[t] == kNoHost)
         host = "it has no host copy";
@@ -768,6 +836,74 @@ bool Verifier::drop(StepId s) {
   return true;
 }
 
+// R1-R4 (Note [Verified rules]): a recompute of op o at step s.
+bool Verifier::recompute_step(StepId s) {
+  const OpId o = p_.steps[s].subject;
+  const Op& oo = g_.ops[o];
+  const auto objs = p_.objects_of_step(s);
+  const int nout = static_cast<int>(oo.outputs.size());
+  const int nin = static_cast<int>(oo.inputs.size());
+  // R1: after the op's own run.
+  if (!ran_[o]) return fail("{} runs {} again before its compute step", step(s), op(o));
+  // R2: its inputs resident at the versions the op read then.
+  for (int i = 0; i < nin; ++i) {
+    const TensorId t = oo.inputs[i];
+    const ObjectId x = objs[nout + i];
+    if (dev_obj_[t] != x) {
+      if (dev_obj_[t] == kNoObject)
+        return fail("{} reads {} from object {}, but {} is not on the device ({})", step(s),
+                    tensor(t), x, tensor(t), not_resident_reason(t));
+      return fail("{} reads {} from object {}, but {} is in object {}", step(s), tensor(t), x,
+                  tensor(t), dev_obj_[t]);
+    }
+    const int32_t want = read_ver_[p_.access_begin[o] + nout + i];
+    if (dev_ver_[t] != want)
+      return fail(
+          "{} reads {} in object {}, which holds version {}, but {} read version {} when it ran",
+          step(s), tensor(t), x, dev_ver_[t], op(o), want);
+    if (!hb(data_step_[t], s))
+      return fail("{} reads {} in object {} but does not wait for {}, which puts it there", step(s),
+                  tensor(t), x, step(data_step_[t]));
+  }
+  // R3: its outputs into free objects; each is then version 1 of its tensor,
+  // which must be the latest; a dead one's object is free again at once.
+  for (int i = 0; i < nout; ++i) {
+    const TensorId t = oo.outputs[i];
+    if (dev_obj_[t] != kNoObject)
+      return fail("{} recreates {}, but {} is on the device already, in object {}", step(s),
+                  tensor(t), tensor(t), dev_obj_[t]);
+    if (!dead_[t] && ver_[t] != 1)
+      return fail("{} recreates version 1 of {}, but its latest version is {} (written by {})",
+                  step(s), tensor(t), ver_[t], step(write_step_[t]));
+    if (!arrive(s, objs[i], t, static_cast<int>(Stream::kCompute))) return false;
+    if (dead_[t]) {
+      tenant_[loc(objs[i])] = kFree;
+      continue;
+    }
+    dev_obj_[t] = objs[i];
+    dev_ver_[t] = 1;
+    data_step_[t] = s;
+  }
+  const int nslots = num_access_slots(oo);
+  if (oo.workspace_bytes > 0 &&
+      !arrive(s, objs[nslots - 1], -2 - o, static_cast<int>(Stream::kCompute)))
+    return false;
+  for (int i = 0; i < nin; ++i)
+    touch_[loc(objs[nout + i])][0] = s;
+  return true;
+}
+
+// Whether a recompute recreates t after step s and before the next compute
+// step that accesses it (then dropping its only copy at s loses nothing).
+bool Verifier::recreated_before_use(StepId s, TensorId t) const {
+  auto after = [&](const std::vector<StepId>& steps) {
+    auto it = std::upper_bound(steps.begin(), steps.end(), s);
+    return it == steps.end() ? INT32_MAX : *it;
+  };
+  const StepId recreated = after(recreate_steps_[t]);
+  return recreated != INT32_MAX && recreated < after(access_steps_[t]);
+}
+
 bool Verifier::walk() {
   const int n = g_.num_tensors();
   ver_.assign(n, 0);
@@ -779,6 +915,8 @@ bool Verifier::walk() {
   host_step_.assign(n, kStart);
   released_at_.assign(n, -1);
   dead_.assign(n, 0);
+  read_ver_.assign(p_.access_objects.size(), 0);
+  ran_.assign(g_.num_ops(), 0);
   for (TensorId t = 0; t < n; ++t)
     if (is_transient(g_.tensors[t].kind)) host_ver_[t] = kNoHost;
 
@@ -815,6 +953,9 @@ bool Verifier::walk() {
         break;
       case StepKind::kDrop:
         ok = drop(s);
+        break;
+      case StepKind::kRecompute:
+        ok = recompute_step(s);
         break;
     }
     if (!ok) return false;

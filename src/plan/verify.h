@@ -83,7 +83,20 @@
 //   W7  drop: the tensor is resident in the step's object; if its device copy
 //       is newer than its host copy (or it has none), its value must not be
 //       needed: no later access, and not persistent ("drop loses the latest
-//       value of ...").
+//       value of ..."), unless a recompute recreates it before its next
+//       access (R3 then checks the version).
+// Recomputes (a recompute step of op o, on the compute stream):
+//   R1  o's own compute step has run before.
+//   R2  each input is resident in the step's object for it, at the version
+//       o read when it ran, and the recompute HB-follows the step that put
+//       that version there.
+//   R3  each output is not on the device, goes into a free object (W1), and
+//       is then resident at version 1, which must be its latest version (no
+//       in-place update since its creation); an output past its last access
+//       only passes through its object (freed at once); the workspace as W1.
+//   S5 also checks that o may run again (may_recompute: no updates, not
+//   marked recompute: false) and that the step's objects, one per access
+//   slot of o, exist and fit their tensors.
 // The end (steady state: the next iteration starts where this one ends):
 //   E1  every initial_resident tensor is in its same object at the end, at its
 //       latest version.

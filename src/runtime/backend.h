@@ -75,12 +75,19 @@ class Event {
 // The synthetic kernels of a whole graph: the accesses of op o are
 // accesses[op_begin[o], op_begin[o + 1]), with offsets into the device arena
 // (runtime/kernel_table.h builds it from a Plan).
+// The kernels a run launches: one per op (kernel o runs op o), then one per
+// recompute step of the plan, which runs its op again with the step's objects
+// (kernel_op says which op each runs; empty: kernel k runs op k).
 struct KernelTable {
   std::vector<synthetic::KernelAccess> accesses;
-  std::vector<int32_t> op_begin;
+  std::vector<int32_t> op_begin;  // per kernel, size num_kernels + 1
+  std::vector<int32_t> kernel_op;
   int num_slots = 0;  // checksum slots the op kernels write
-  std::span<const synthetic::KernelAccess> of(int32_t op) const {
-    return {accesses.data() + op_begin[op], accesses.data() + op_begin[op + 1]};
+  std::span<const synthetic::KernelAccess> of(int32_t kernel) const {
+    return {accesses.data() + op_begin[kernel], accesses.data() + op_begin[kernel + 1]};
+  }
+  int32_t op_of(int32_t kernel) const {
+    return kernel < static_cast<int32_t>(kernel_op.size()) ? kernel_op[kernel] : kernel;
   }
 };
 

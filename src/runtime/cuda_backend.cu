@@ -138,6 +138,7 @@ class CudaBackend final : public Backend {
     synchronize();
     arena_ = arena;
     op_begin_ = table.op_begin;
+    kernel_op_ = table.kernel_op;
     if (kernel_) table_ = table;  // the hook gets each op's accesses on the host
     const int num_ops = static_cast<int>(op_begin_.size()) - 1;
     accesses_ = DeviceArray<synthetic::KernelAccess>(table.accesses.size());
@@ -163,18 +164,20 @@ class CudaBackend final : public Backend {
     SA_CUDA_CHECK(cudaMemsetAsync(slots_.get(), 0, slots_.size() * sizeof(unsigned long long), s));
   }
 
-  void launch_op(int32_t op, double duration_us) override {
-    if (op < 0 || op + 1 >= static_cast<int>(op_begin_.size()))
+  void launch_op(int32_t kernel, double duration_us) override {
+    if (kernel < 0 || kernel + 1 >= static_cast<int>(op_begin_.size()))
       throw_error("internal error: launch_op of an op without a kernel table");
+    const int32_t op =
+        kernel < static_cast<int32_t>(kernel_op_.size()) ? kernel_op_[kernel] : kernel;
     if (kernel_) {
       // The real kernels, queued on the compute stream by the issuing thread
       // (OpKernelHook); the synthetic kernel's duration does not apply.
-      kernel_(op, table_.of(op), arena_, stream(Stream::kCompute));
+      kernel_(op, table_.of(kernel), arena_, stream(Stream::kCompute));
       return;
     }
-    const int begin = op_begin_[op];
-    cuda::launch_op(stream(Stream::kCompute), blocks_[op], arena_, accesses_.get() + begin,
-                    op_begin_[op + 1] - begin, op, scratch_.get() + op, slots_.get(),
+    const int begin = op_begin_[kernel];
+    cuda::launch_op(stream(Stream::kCompute), blocks_[kernel], arena_, accesses_.get() + begin,
+                    op_begin_[kernel + 1] - begin, op, scratch_.get() + kernel, slots_.get(),
                     static_cast<uint64_t>(std::max(0.0, duration_us) * 1e3));
   }
 
@@ -208,6 +211,7 @@ class CudaBackend final : public Backend {
   std::vector<CudaStream> streams_;
   std::byte* arena_ = nullptr;
   std::vector<int32_t> op_begin_;
+  std::vector<int32_t> kernel_op_;  // per kernel: the op it runs (KernelTable)
   std::vector<int> blocks_;
   DeviceArray<synthetic::KernelAccess> accesses_;
   DeviceArray<cuda::OpScratch> scratch_;

@@ -14,7 +14,7 @@
 namespace sa::runtime {
 namespace {
 
-constexpr int kFree = -1;  // an object's tenant when it has none
+constexpr int kFree = -1;                             // an object's tenant when it has none
 using StreamSteps = std::array<StepId, kNumStreams>;  // per stream, a step id or -1
 constexpr StreamSteps kNoSteps = {-1, -1, -1};
 
@@ -94,6 +94,14 @@ class Executor {
 
     // Kernels, checksum slots (op slots, then one per persistent tensor).
     layout_ = make_slot_layout(g_);
+    // Kernel k runs op k; the recompute steps' kernels follow (kernel_table.h).
+    kernel_of_step_.assign(p_.num_steps(), -1);
+    int32_t next_kernel = g_.num_ops();
+    for (StepId s = 0; s < p_.num_steps(); ++s)
+      if (p_.steps[s].kind == StepKind::kCompute)
+        kernel_of_step_[s] = p_.steps[s].subject;
+      else if (p_.steps[s].kind == StepKind::kRecompute)
+        kernel_of_step_[s] = next_kernel++;
     for (TensorId t = 0; t < n; ++t)
       if (is_persistent(g_.tensors[t].kind)) persistent_.push_back(t);
     b_.load_kernels(make_kernel_table(g_, layout_, &p_), arena_.data(),
@@ -207,10 +215,11 @@ class Executor {
         for (StepId d : done_[w])
           if (d >= 0) wait_for(st, d);
       switch (step.kind) {
-        case StepKind::kCompute: {
+        case StepKind::kCompute:
+        case StepKind::kRecompute: {
           const OpId o = step.op();
           const Op& op = g_.ops[o];
-          const auto objs = p_.objects_of(o);
+          const auto objs = p_.objects_of_step(s);
           int k = 0;
           for_each_access(op, [&](TensorId t, Access a) {
             if (a == Access::kCreate) {
@@ -223,7 +232,7 @@ class Executor {
             reuse(st, objs[k]);
             tenant_[objs[k]] = n + o;
           }
-          b_.launch_op(o, op_us_[o] * o_.time_scale);
+          b_.launch_op(kernel_of_step_[s], op_us_[o] * o_.time_scale);
           for (ObjectId obj : objs)
             touch(st, obj, s);
           if (op.workspace_bytes > 0 && tenant_[objs[k]] == n + o) tenant_[objs[k]] = kFree;
@@ -348,6 +357,7 @@ class Executor {
   SlotLayout layout_;
   std::vector<TensorId> persistent_;
   std::vector<ObjectId> resident_object_;  // per tensor: its initial-resident object
+  std::vector<int32_t> kernel_of_step_;    // per compute or recompute step: its kernel
   std::unique_ptr<Event> begin_;
   std::vector<std::unique_ptr<Event>> events_;  // per step on a stream
 

@@ -176,17 +176,19 @@ class HostBackend final : public Backend {
     });
   }
 
-  void launch_op(int32_t op, double duration_us) override {
-    SA_CHECK(arena_ != nullptr && op >= 0 && op + 1 < static_cast<int>(table_.op_begin.size()),
-             "launch_op({}) without a kernel table for it", op);
+  void launch_op(int32_t kernel, double duration_us) override {
+    SA_CHECK(
+        arena_ != nullptr && kernel >= 0 && kernel + 1 < static_cast<int>(table_.op_begin.size()),
+        "launch_op({}) without a kernel table for it", kernel);
     const auto issued = Clock::now();
-    worker(Stream::kCompute).submit([this, op, duration_us, issued] {
+    worker(Stream::kCompute).submit([this, kernel, duration_us, issued] {
       const auto start = Clock::now();
+      const int32_t op = table_.op_of(kernel);
       if (options_.kernel) {
-        options_.kernel(op, table_.of(op), arena_, nullptr);
+        options_.kernel(op, table_.of(kernel), arena_, nullptr);
       } else {
         synthetic::BufferMem mem{arena_};
-        synthetic::run_op(op, table_.of(op), mem, slots_.data());
+        synthetic::run_op(op, table_.of(kernel), mem, slots_.data());
       }
       const auto end = Clock::now();
       StreamClock& c = clock(Stream::kCompute);

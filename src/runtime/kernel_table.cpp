@@ -19,10 +19,22 @@ KernelTable make_kernel_table(const Graph& g, const SlotLayout& slots, const Pla
   t.op_begin.reserve(g.num_ops() + 1);
   t.op_begin.push_back(0);
   t.num_slots = slots.num_slots();
-  for (OpId o = 0; o < g.num_ops(); ++o) {
+  // The ops' kernels, then the recompute steps' (their ops again, with the
+  // steps' objects).
+  std::vector<std::pair<OpId, StepId>> kernels;
+  for (OpId o = 0; o < g.num_ops(); ++o)
+    kernels.push_back({o, -1});
+  if (p)
+    for (StepId s = 0; s < p->num_steps(); ++s)
+      if (p->steps[s].kind == StepKind::kRecompute) kernels.push_back({p->steps[s].subject, s});
+  for (const auto& [o, s] : kernels) {
     const Op& op = g.ops[o];
+    t.kernel_op.push_back(o);
     int k = 0;  // position in for_each_access order (and in access_objects)
-    auto offset = [&]() -> int64_t { return p ? p->objects[p->objects_of(o)[k]].offset : 0; };
+    auto offset = [&]() -> int64_t {
+      if (!p) return 0;
+      return p->objects[s < 0 ? p->objects_of(o)[k] : p->objects_of_step(s)[k]].offset;
+    };
     auto add = [&](TensorId x, Role role, int32_t index, int32_t slot, int32_t update_index) {
       KernelAccess a;
       a.offset = offset();

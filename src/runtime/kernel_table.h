@@ -22,9 +22,11 @@ struct SlotLayout {
 };
 SlotLayout make_slot_layout(const Graph& g);
 
-// The accesses of every op. With a plan, offsets are the arena offsets of
-// the objects the plan gives each access (Note [Plan semantics]); without
-// one, they are 0 (the reference addresses tensors by id).
+// The accesses of every op (kernel o), then, with a plan, of every recompute
+// step in step order (kernels num_ops, num_ops + 1, ...). With a plan,
+// offsets are the arena offsets of the objects the plan gives each access
+// (Note [Plan semantics]); without one, they are 0 (the reference addresses
+// tensors by id).
 // REQUIRES: p, if given, passed read_plan's structural checks.
 KernelTable make_kernel_table(const Graph& g, const SlotLayout& slots, const Plan* p);
 

@@ -26,6 +26,9 @@ std::string describe(const Plan& p) {
       case StepKind::kCompute:
         s += "C" + std::to_string(st.subject);
         break;
+      case StepKind::kRecompute:
+        s += "R" + std::to_string(st.subject);
+        break;
       case StepKind::kSwapIn:
         s += "in" + std::to_string(st.subject);
         break;
