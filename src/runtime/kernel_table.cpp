@@ -27,7 +27,9 @@ KernelTable make_kernel_table(const Graph& g, const SlotLayout& slots, const Pla
   if (p)
     for (StepId s = 0; s < p->num_steps(); ++s)
       if (p->steps[s].kind == StepKind::kRecompute) kernels.push_back({p->steps[s].subject, s});
-  for (const auto& [o, s] : kernels) {
+  for (const auto& kernel : kernels) {
+    const OpId o = kernel.first;  // (named: lambdas cannot capture structured bindings in clang 14)
+    const StepId s = kernel.second;
     const Op& op = g.ops[o];
     t.kernel_op.push_back(o);
     int k = 0;  // position in for_each_access order (and in access_objects)
