@@ -42,6 +42,8 @@ void run_plan(const PlanArgs& args) {
                         {"throughput_vs_ideal", problem.ideal_us / s.iteration_us},
                         {"swap_in_bytes", s.swap_in_bytes},
                         {"swap_out_bytes", s.swap_out_bytes},
+                        {"recompute_steps", plan_traffic(in.graph, r.plan).recomputes},
+                        {"recompute_us", s.recompute_us},
                         {"stall_us", s.stall_us},
                         {"stall_causes", stall_causes_json(stalls)},
                         {"peak_device_bytes", s.peak_device_bytes},
@@ -69,6 +71,11 @@ void run_plan(const PlanArgs& args) {
              stalls.total_us > 0 ? ": " + describe_stall_causes(stalls) : "");
   fmt::print("swapped       {} in, {} out\n", format_bytes(s.swap_in_bytes),
              format_bytes(s.swap_out_bytes));
+  const PlanTraffic traffic = plan_traffic(in.graph, r.plan);
+  if (traffic.recomputes > 0)
+    fmt::print("recomputed    {} ops run again, {} of compute ({:.1f}% of the iteration)\n",
+               traffic.recomputes, format_us(s.recompute_us),
+               100 * s.recompute_us / s.iteration_us);
   if (r.plan.allocator == Allocator::kArena)
     fmt::print("device memory peak {} in an arena of {} (planned offsets, {} objects)\n",
                format_bytes(s.peak_device_bytes), format_bytes(r.plan.arena_bytes()),

@@ -25,10 +25,12 @@ void run_verify(const VerifyArgs& args) {
   if (!v.ok) throw Error(fmt::format("{}: invalid plan: {}", args.plan, v.violation));
   const PlanTraffic t = plan_traffic(g, p);
   fmt::print(
-      "{}: valid plan for {} ({} steps: {} ops, {} swap-ins, {} swap-outs, {} drops; pool {} "
-      "of a {} budget)\n",
+      "{}: valid plan for {} ({} steps: {} ops, {} swap-ins, {} swap-outs, {} drops, {} "
+      "recomputes; {} {} of a {} budget)\n",
       args.plan, g.name.empty() ? args.graph : g.name, p.num_steps(), g.num_ops(), t.swap_ins,
-      t.swap_outs, t.drops, format_bytes(p.pool.total_bytes()), format_bytes(p.memory_budget));
+      t.swap_outs, t.drops, t.recomputes,
+      p.allocator == Allocator::kArena ? "objects reach" : "pool", format_bytes(p.arena_bytes()),
+      format_bytes(p.memory_budget));
 }
 
 }  // namespace

@@ -56,6 +56,8 @@ void PlanningArgs::add_options(CLI::App* app) {
                   "packed (bytes counted, offsets packed afterwards; Note [Arena planning])")
       ->check(CLI::IsMember({"placed", "packed"}))
       ->capture_default_str();
+  app->add_flag("--no-recompute", no_recompute,
+                "plan swaps only: never drop a tensor to run its op again (Note [Recomputation])");
   app->add_flag("--quiet", quiet, "no progress line on stderr");
   app->add_flag("--json", json, "print one JSON object");
 }
@@ -120,6 +122,7 @@ MethodOptions method_options(const PlanningArgs& args) {
   o.planner.deadline_copy_order = args.copy_order == "deadline";
   o.planner.layout = args.arena_layout == "packed" ? ArenaLayout::kPacked : ArenaLayout::kPlaced;
   o.allocator = m.allocator;
+  o.recompute = !args.no_recompute;
   return m;
 }
 

@@ -30,6 +30,7 @@ struct PlanningArgs {
   std::string copy_order = "deadline";  // or "release" (PlannerOptions::deadline_copy_order)
   std::string allocator{to_string(kDefaultAllocator)};  // "arena" or "size-class"
   std::string arena_layout = "placed";                  // or "packed" (ArenaLayout)
+  bool no_recompute = false;                            // swap-only plans (Note [Recompute genes])
   bool quiet = false;
   bool json = false;
 

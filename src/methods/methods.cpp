@@ -57,6 +57,7 @@ nlohmann::json method_result_json(const MethodResult& r) {
   j["stall_us"] = r.sim.stall_us;
   j["swap_in_bytes"] = r.sim.swap_in_bytes;
   j["swap_out_bytes"] = r.sim.swap_out_bytes;
+  j["recompute_us"] = r.sim.recompute_us;
   j["peak_device_bytes"] = r.sim.peak_device_bytes;
   j["allocator"] = std::string(to_string(r.plan.allocator));
   j["arena_bytes"] = r.plan.arena_bytes();

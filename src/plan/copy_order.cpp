@@ -23,10 +23,9 @@ class DeadlinePicker final : public CopyPicker {
     std::vector<int32_t> key, deadline;
   };
 
-  // lanes[0]: the swap-ins, lanes[1]: the swap-outs; computes: the plan's
-  // compute steps in order.
-  DeadlinePicker(const Plan& p, Lane in, Lane out, std::vector<StepId> computes)
-      : p_(p), computes_(std::move(computes)), index_(p.num_steps(), -1), parked_(p.num_steps()) {
+  // lanes[0]: the swap-ins, lanes[1]: the swap-outs.
+  DeadlinePicker(const Plan& p, Lane in, Lane out)
+      : p_(p), index_(p.num_steps(), -1), parked_(p.num_steps()) {
     lanes_[0].init(std::move(in));
     lanes_[1].init(std::move(out));
     for (const State& l : lanes_)
@@ -36,12 +35,20 @@ class DeadlinePicker final : public CopyPicker {
 
   StepId pick(Stream st, const std::function<bool(StepId)>& done) override {
     State& l = lanes_[st == Stream::kH2D ? 0 : 1];
-    // Copies enter the heap once the op at their key has run.
-    while (computes_done_ < computes_.size() && done(computes_[computes_done_]))
-      ++computes_done_;
-    while (l.next_released < l.steps.size() &&
-           l.key[l.next_released] < static_cast<int32_t>(computes_done_))
-      l.heap.push(static_cast<int32_t>(l.next_released++));
+    const int lane = st == Stream::kH2D ? 0 : 1;
+    done_ = &done;
+    // Copies enter the heap once every step they wait for has finished:
+    // until then each is parked on one of them (finished() moves it on).
+    if (!l.started) {
+      l.started = true;
+      for (int32_t k = 0; k < static_cast<int32_t>(l.steps.size()); ++k) {
+        const StepId blocker = first_unfinished(l.steps[k], done);
+        if (blocker < 0)
+          l.heap.push(k);
+        else
+          parked_[blocker].push_back({lane, k});
+      }
+    }
     while (l.placed[l.by_deadline[l.next_urgent]])
       ++l.next_urgent;
     const int32_t urgent = l.by_deadline[l.next_urgent];
@@ -50,9 +57,6 @@ class DeadlinePicker final : public CopyPicker {
         if (!done(w)) return false;
       return true;
     };
-    // A copy that cannot start yet is parked on a step it waits for, and
-    // goes back into the heap when that step finishes.
-    const int lane = st == Stream::kH2D ? 0 : 1;
     int32_t chosen = -1;
     while (!l.heap.empty()) {
       const int32_t k = l.heap.top();
@@ -80,9 +84,18 @@ class DeadlinePicker final : public CopyPicker {
   }
 
   void finished(StepId s) override {
-    for (const auto& [lane, k] : parked_[s])
-      if (!lanes_[lane].placed[k]) lanes_[lane].heap.push(k);
-    parked_[s].clear();
+    if (parked_[s].empty()) return;
+    std::vector<std::pair<int, int32_t>> woken;
+    woken.swap(parked_[s]);
+    for (const auto& [lane, k] : woken) {
+      State& l = lanes_[lane];
+      if (l.placed[k]) continue;
+      const StepId blocker = first_unfinished(l.steps[k], *done_);
+      if (blocker < 0)
+        l.heap.push(k);
+      else
+        parked_[blocker].push_back({lane, k});
+    }
   }
 
   bool exhausted(Stream st) const override {
@@ -122,7 +135,8 @@ class DeadlinePicker final : public CopyPicker {
     std::vector<int32_t> new_key, by_deadline, sequence;
     std::vector<uint8_t> placed;
     Heap heap{Later{nullptr}};
-    size_t next_released = 0, next_urgent = 0;
+    size_t next_urgent = 0;
+    bool started = false;  // its copies have been parked or pushed
     int32_t floor = -1;
   };
 
@@ -149,11 +163,10 @@ class DeadlinePicker final : public CopyPicker {
   }
 
   const Plan& p_;
-  std::vector<StepId> computes_;
   std::vector<int32_t> index_;  // plan step -> its index in its lane
   State lanes_[2];
   std::vector<std::vector<std::pair<int, int32_t>>> parked_;  // per step: (lane, copy) waiting
-  size_t computes_done_ = 0;
+  const std::function<bool(StepId)>* done_ = nullptr;         // the simulation's, once it picks
 };
 
 }  // namespace
@@ -177,7 +190,7 @@ bool order_copies_by_deadline(const Graph& g, const Plan& p, std::span<const int
   if (lanes[0].steps.empty() && lanes[1].steps.empty()) return false;
   // Deadlines: a copy's first user among the ops, and a swap-out is due
   // before the swap-ins that wait for it are.
-  std::vector<StepId> computes;
+  int32_t computes = 0;  // compute steps so far: the next one's position
   for (StepId s = 0; s < p.num_steps(); ++s) {
     const StepKind kind = p.steps[s].kind;
     for (StepId w : p.waits_of(s)) {
@@ -185,12 +198,12 @@ bool order_copies_by_deadline(const Graph& g, const Plan& p, std::span<const int
       // A recompute runs just before the op at the next compute step.
       if (kind == StepKind::kCompute || kind == StepKind::kRecompute) {
         int32_t& dl = lanes[lane_of[w]].deadline[index[w]];
-        dl = std::min(dl, static_cast<int32_t>(computes.size()));
+        dl = std::min(dl, computes);
       } else if (kind != StepKind::kSwapIn || lane_of[w] != 1) {
         return false;
       }
     }
-    if (kind == StepKind::kCompute) computes.push_back(s);
+    if (kind == StepKind::kCompute) ++computes;
   }
   for (size_t k = 0; k < lanes[0].steps.size(); ++k)
     for (StepId w : p.waits_of(lanes[0].steps[k]))
@@ -198,7 +211,7 @@ bool order_copies_by_deadline(const Graph& g, const Plan& p, std::span<const int
         int32_t& dl = lanes[1].deadline[index[w]];
         dl = std::min(dl, lanes[0].deadline[k]);
       }
-  DeadlinePicker picker(p, std::move(lanes[0]), std::move(lanes[1]), std::move(computes));
+  DeadlinePicker picker(p, std::move(lanes[0]), std::move(lanes[1]));
   out->sim = sim.run(g, p, op_us, d, picker);
   SA_CHECK(out->sim.ok, "the deadline order of the copies: {}", out->sim.error);
   for (int i = 0; i < 2; ++i) {

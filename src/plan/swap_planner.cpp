@@ -215,7 +215,13 @@ class SwapPlanner::Pass {
   std::vector<uint8_t> dropped_;          // dropped to be recomputed (Note [Recomputation])
   std::vector<uint8_t> has_host_;         // a swap-out wrote its current version to the host
   std::vector<ObjectId> recompute_objs_;  // the recompute steps' objects
-  std::vector<int32_t> host_key_;         // and its key position
+  struct Passing {  // a recompute's output or workspace that only passes through
+    ObjectId obj;
+    ItemId item;
+    StepId step;
+  };
+  std::vector<Passing> passing_;   // freed after the op at this position
+  std::vector<int32_t> host_key_;  // and its key position
   std::vector<ItemId> tenant_;
   std::vector<StepId> rel_compute_, rel_copy_;
   std::vector<int32_t> rel_pos_;
@@ -293,7 +299,7 @@ class SwapPlanner::Pass {
   void split_range(int64_t at);
   ObjectId take_range(ItemId x, int64_t at);
   ObjectId place(ItemId x, int i, bool swap_in);
-  void clear_range(int64_t at, int64_t bytes);
+  void clear_range(int64_t at, int64_t bytes, int i);
   bool eligible_victim(ItemId v, ItemId x, int i, bool swap_in) const;
 };
 
@@ -635,9 +641,11 @@ StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
     if (obj_of_[t] != kNoObject) {
       dropped_[t] = 1;  // made again below: its copy here may go without a copy
       const uint8_t dirty = dirty_[t];
+      const ObjectId obj = obj_of_[t];
       dirty_[t] = 0;
       evict(t);
       dirty_[t] = dirty;
+      ring_push(class_[t], obj);  // the pool's: free again (no-op in the arena)
     }
   // Objects, slot by slot (outputs, inputs, workspace), and the waits.
   const int32_t obj_begin = static_cast<int32_t>(recompute_objs_.size());
@@ -666,9 +674,10 @@ StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
                     obj_begin, static_cast<int32_t>(recompute_objs_.size())});
   const StepId step = static_cast<StepId>(steps_.size()) - 1;
   // Inputs: used now.
+  // A later eviction of an input or output is keyed after it: at i.
   for (TensorId u : op.inputs) {
     last_step_[u] = step;
-    last_pos_[u] = std::max(last_pos_[u], i - 1);
+    last_pos_[u] = std::max(last_pos_[u], i);
     arrival_[u] = -1;
   }
   // Outputs: on the device again if still needed, else freed at once.
@@ -684,11 +693,10 @@ StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
       dropped_[t] = 0;
       dirty_[t] = !has_host_[t];
       last_step_[t] = step;
-      last_pos_[t] = std::max(last_pos_[t], i - 1);
+      last_pos_[t] = std::max(last_pos_[t], i);
       list_resident(t);
     } else {
-      release(obj, step, -1, i);
-      ring_push(class_[t], obj);
+      passing_.push_back({obj, t, step});
     }
   }
   if (op.workspace_bytes > 0) {
@@ -697,8 +705,7 @@ StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
       tenancies_[obj].begin = when(i, StepKind::kCompute);
       tenancies_[obj].first = step;
     }
-    release(obj, step, -1, i);
-    ring_push(class_[n_ + p], obj);
+    passing_.push_back({obj, n_ + p, step});
   }
   return step;
 }
@@ -851,13 +858,19 @@ void SwapPlanner::Pass::run_remove(int64_t at, int64_t end) {
 }
 
 // Placed mode: evicts every resident that holds part of [at, at + bytes).
-void SwapPlanner::Pass::clear_range(int64_t at, int64_t bytes) {
+void SwapPlanner::Pass::clear_range(int64_t at, int64_t bytes, int i) {
   std::vector<ItemId> victims;
   auto it = ranges_.upper_bound(at);
   if (it != ranges_.begin()) --it;
-  for (; it != ranges_.end() && it->first < at + bytes; ++it)
-    if (it->second.tenancy >= 0 && it->second.end > at)
-      victims.push_back(tenancies_[it->second.tenancy].item);
+  for (; it != ranges_.end() && it->first < at + bytes; ++it) {
+    const ObjectId t = it->second.tenancy;
+    if (t < 0 || it->second.end <= at) continue;
+    const ItemId v = tenancies_[t].item;
+    // What a recompute made for nobody holds its range until the op ran;
+    // what a recompute used may go only after it.
+    if (obj_of_[v] != t || last_pos_[v] >= i) throw NoRoom{v, i};
+    victims.push_back(v);
+  }
   for (ItemId v : victims)
     evict(v);
 }
@@ -1121,8 +1134,9 @@ void SwapPlanner::Pass::preplace(int i) {
   room.push_back(capacity_ - at);
   bool fits = true;
   for (const auto& [x, created] : needed) {
-    auto r =
-        std::find_if(room.begin(), room.end(), [&](int64_t left) { return left >= bytes_[x]; });
+    const int64_t need =
+        bytes_[x];  // (a structured binding cannot be captured before C++20 in clang)
+    auto r = std::find_if(room.begin(), room.end(), [need](int64_t left) { return left >= need; });
     if (r == room.end()) {
       fits = false;
       break;
@@ -1176,11 +1190,15 @@ void SwapPlanner::Pass::preplace(int i) {
     }
   }
   for (const auto& it : items)
-    if (obj_of_[it.first] != kNoObject) evict(it.first);
+    if (obj_of_[it.first] != kNoObject) {
+      // Touched by a recompute before op i: it may only go after op i.
+      if (last_pos_[it.first] >= i) throw NoRoom{it.first, i};
+      evict(it.first);
+    }
   int64_t total = 0;
   for (const auto& it : items)
     total += bytes_[it.first];
-  clear_range(0, total);
+  clear_range(0, total, i);
   at = 0;
   for (const auto& [x, created] : items) {
     settle(x, created, take_range(x, at));
@@ -1205,6 +1223,7 @@ void SwapPlanner::Pass::place_op(int i) {
     handled_[x] = i;
     if (access == Access::kCreate) {
       const ObjectId obj = placed() ? pre_obj_[x] : acquire(x, i, false);
+      if (obj == kNoObject && opt_.recompute) throw NoMemoryToRecompute{o, i};
       SA_CHECK(obj != kNoObject, "no object for item {} of op {}", x, o);
       obj_of_[x] = obj;
       tenant_[obj] = x;
@@ -1213,6 +1232,7 @@ void SwapPlanner::Pass::place_op(int i) {
       if (arena()) created_.push_back(obj);
     } else if (obj_of_[x] == kNoObject) {
       const ObjectId obj = acquire(x, i, true);
+      if (obj == kNoObject && opt_.recompute) throw NoMemoryToRecompute{o, i};
       SA_CHECK(obj != kNoObject, "no object to bring tensor {} back for op {}", x, o);
       arrival_[x] = swap_in(x, obj, -1, -1);
     }
@@ -1251,6 +1271,14 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
   };
   for_each_access(op, after);
   if (op.workspace_bytes > 0) after(n_ + o, Access::kCreate);
+  // What the op's recomputes made and nobody needs is freed with the op's
+  // own dead items: freed before it ran, it would be keyed at its position
+  // and taken by its own items' copies, which the op then waits for.
+  for (const Passing& x : passing_) {
+    release(x.obj, x.step, -1, i);
+    ring_push(class_[x.item], x.obj);
+  }
+  passing_.clear();
 }
 
 bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool fix_up) {
@@ -1269,6 +1297,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
   dropped_.assign(items, 0);
   has_host_.assign(items, 0);
   recompute_objs_.clear();
+  passing_.clear();
   listed_at_.assign(items, -1);
   heap_ver_.assign(items, 0);
   victims_.clear();
@@ -1386,7 +1415,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
       for (const ResidentTensor& r : misplaced)
         if (obj_of_[r.tensor] != kNoObject) evict(r.tensor);
       for (const ResidentTensor& r : misplaced)
-        clear_range(start_offset_[r.tensor], bytes_[r.tensor]);
+        clear_range(start_offset_[r.tensor], bytes_[r.tensor], m_);
       for (const ResidentTensor& r : misplaced)
         swap_in(r.tensor, take_range(r.tensor, start_offset_[r.tensor]), -1, -1);
     } else if (arena()) {

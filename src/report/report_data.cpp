@@ -175,6 +175,7 @@ std::string report_data_json(const ReportInput& in) {
     DeltaColumn start;
     std::vector<int64_t> dur;
     std::vector<int32_t> subject;
+    std::vector<int32_t> recompute;  // compute lane: 1 for a recompute step
   } lanes[kNumStreams];
   DeltaColumn drop_time;
   std::vector<int32_t> drop_subject;
@@ -190,7 +191,8 @@ std::string report_data_json(const ReportInput& in) {
     const int64_t a = ns(t.start_us);
     l.start.push(a);
     l.dur.push_back(std::max<int64_t>(0, ns(t.end_us) - a));
-    l.subject.push_back(st.kind == StepKind::kCompute ? st.subject : tensor_row(st.subject));
+    l.subject.push_back(st.runs_op() ? st.subject : tensor_row(st.subject));
+    if (st.runs_op()) l.recompute.push_back(st.kind == StepKind::kRecompute);
   }
   // Drops finish with their waits, not in step order: sort them by time.
   {
@@ -213,6 +215,7 @@ std::string report_data_json(const ReportInput& in) {
   for (int i = 0; i < kNumStreams; ++i)
     lanes_json[lane_names[i]] = {
         {"start", lanes[i].start.values()}, {"dur", lanes[i].dur}, {"subject", lanes[i].subject}};
+  lanes_json["compute"]["recompute"] = lanes[0].recompute;
   data["lanes"] = std::move(lanes_json);
 
   DeltaColumn mem_time, mem_bytes;
@@ -275,7 +278,7 @@ std::string report_data_json(const ReportInput& in) {
     tj["op"].push_back(p.steps[x.step].subject);
     tj["start_ns"].push_back(ns(sim.timeline[x.step].start_us));
     tj["idle_ns"].push_back(ns(x.idle_us));
-    const bool copy = x.culprit >= 0 && p.steps[x.culprit].kind != StepKind::kCompute;
+    const bool copy = x.culprit >= 0 && !p.steps[x.culprit].runs_op();
     tj["culprit_kind"].push_back(x.culprit >= 0 ? static_cast<int>(p.steps[x.culprit].kind) : -1);
     tj["culprit_tensor"].push_back(copy ? tensor_row(p.steps[x.culprit].subject) : -1);
     tj["culprit_start_ns"].push_back(

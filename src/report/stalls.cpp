@@ -36,8 +36,7 @@ StallCause cause_of(const Plan& p, std::span<const StepTiming> timeline, StepId 
   if (prev >= 0 && timeline[prev].end_us >= start - kMinGapUs) return StallCause::kLinkBusy;
   const StepId w = latest_wait(p, timeline, c);
   if (w < 0 || timeline[w].end_us < start - kMinGapUs) return StallCause::kNotHeld;
-  return p.steps[w].kind == StepKind::kCompute ? StallCause::kWaitedForOp
-                                               : StallCause::kWaitedForCopy;
+  return p.steps[w].runs_op() ? StallCause::kWaitedForOp : StallCause::kWaitedForCopy;
 }
 
 }  // namespace
@@ -105,7 +104,7 @@ StallReport attribute_stalls(const Plan& p, std::span<const StepTiming> timeline
   std::unordered_map<TensorId, size_t> row;  // tensor -> index in by_tensor
   double prev_end = 0;
   for (StepId s = 0; s < p.num_steps(); ++s) {
-    if (p.steps[s].kind != StepKind::kCompute) continue;
+    if (!p.steps[s].runs_op()) continue;  // compute and recompute steps share the stream
     const double gap = timeline[s].start_us - prev_end;
     prev_end = timeline[s].end_us;
     if (gap <= kMinGapUs) continue;

@@ -105,26 +105,28 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
   for (StepId s = 0; s < p.num_steps(); ++s) {
     const Step& st = p.steps[s];
     const StepTiming& t = sim.timeline[s];
-    if (st.kind == StepKind::kCompute) {
+    if (st.runs_op()) {
       const Op& op = g.ops[st.subject];
+      const bool again = st.kind == StepKind::kRecompute;
       std::string extra;
       if (stall_of[s] >= 0) {
         const Stall& x = stalls.stalls[stall_of[s]];
         extra = fmt::format(R"(,"stalled_us":{:.3f})", x.idle_us);
         if (x.culprit >= 0) {
           const Step& c = p.steps[x.culprit];
-          const std::string what =
-              c.kind == StepKind::kCompute
-                  ? fmt::format("step {}: compute {}", x.culprit, op_label(g, c.subject))
-                  : fmt::format("step {}: {} of {}", x.culprit, to_string(c.kind),
-                                tensor_label(g, c.subject));
+          const std::string what = c.runs_op()
+                                       ? fmt::format("step {}: {} {}", x.culprit, to_string(c.kind),
+                                                     op_label(g, c.subject))
+                                       : fmt::format("step {}: {} of {}", x.culprit,
+                                                     to_string(c.kind), tensor_label(g, c.subject));
           extra += fmt::format(R"(,"waited_for":{})", json_str(what));
         }
       }
       w.event(
           R"({{"ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"name":{},"cat":"{}","args":{{"step":{},"op":{},"type":{}{}}}}})",
           kPid, tid_of(Stream::kCompute), t.start_us, t.end_us - t.start_us,
-          json_str(op_label(g, st.subject)), phase_category(op.phase), s, st.subject,
+          json_str(again ? "recompute " + op_label(g, st.subject) : op_label(g, st.subject)),
+          again ? std::string_view("recompute") : phase_category(op.phase), s, st.subject,
           json_str(op.type), extra);
       continue;
     }

@@ -7,7 +7,7 @@ namespace sa {
 std::vector<TensorTraffic> tensor_traffic(const Graph& g, const Plan& p) {
   std::vector<TensorTraffic> all(g.num_tensors());
   for (const Step& s : p.steps) {
-    if (s.kind == StepKind::kCompute) continue;
+    if (s.runs_op()) continue;
     TensorTraffic& t = all[s.subject];
     if (s.kind == StepKind::kSwapIn) ++t.swap_ins;
     if (s.kind == StepKind::kSwapOut) ++t.swap_outs;

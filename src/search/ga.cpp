@@ -30,6 +30,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kLayoutFlip = 0.05;     // chance that an arena child switches layouts
 constexpr int kPackedRepairs = 2;        // packed layouts: walks with a lowered capacity at most
 constexpr double kPackedNearPeak = 0.9;  // packed seeds only from this share of the peak live bytes
+// Note [Recompute genes]: an op is cheap when running it again takes less
+// than this share of the time its outputs take out and back in.
+constexpr double kCheapRecompute = 0.5;
 using Clock = std::chrono::steady_clock;
 
 // The arena's layouts (Note [Arena search] in search/ga.h).
@@ -39,6 +42,9 @@ struct Candidate {
   std::vector<OpId> order;
   Allocation alloc;                 // size classes (the arena's slots layout too)
   Layout layout = Layout::kPlaced;  // arena only
+  // Note [Recompute genes]: per op, whether its outputs may be dropped and
+  // recomputed (empty: never).
+  std::vector<uint8_t> recompute;
   double time_us = kInf;
 };
 
@@ -48,7 +54,9 @@ struct Context {
   const SearchOptions& opt;
   std::vector<int32_t> size_cap;
   bool arena() const { return opt.allocator == Allocator::kArena; }
-  bool slots = true;  // the pool's minimum fits the budget: candidates may lay out slots
+  bool slots = true;           // the pool's minimum fits the budget: candidates may lay out slots
+  std::vector<uint8_t> cheap;  // Note [Recompute genes]: ops cheaper to run again than to copy
+  std::vector<uint8_t> eligible;  // ops that may run again at all
 };
 
 // Per-thread state: the planner and simulator keep reusable buffers.
@@ -61,13 +69,14 @@ struct Worker {
 
   PlanResult plan_candidate(const Candidate& x, Plan* out) {
     const Problem& pb = ctx.pb;
+    PlannerOptions o = ctx.opt.planner;
+    if (!x.recompute.empty()) o.recompute = &x.recompute;
     if (ctx.arena() && x.layout != Layout::kSlots) {
-      PlannerOptions o = ctx.opt.planner;
       o.layout = x.layout == Layout::kPacked ? ArenaLayout::kPacked : ArenaLayout::kPlaced;
       o.max_repairs = std::min(o.max_repairs, kPackedRepairs);
       return planner.plan_arena(x.order, pb.budget, pb.budget, o, out);
     }
-    PlanResult r = planner.plan(x.order, x.alloc, pb.budget, ctx.opt.planner, out);
+    PlanResult r = planner.plan(x.order, x.alloc, pb.budget, o, out);
     if (r.ok && ctx.arena()) offsets_from_classes(out);
     return r;
   }
@@ -187,6 +196,7 @@ class Search {
   void make_initial(Worker& w, int k, Rng& rng, Candidate& c);
   void make_child(Worker& w, int gen, int k, Candidate& c);
   void mutate_alloc(Worker& w, Rng& rng, Allocation& a);
+  void mutate_recompute(Rng& rng, std::vector<uint8_t>& genes) const;
   void select_pairs(Rng& rng);
   void select_survivors(Rng& rng);
   double best_time() const;
@@ -238,6 +248,8 @@ void Search::make_bases() {
   if (has_eager && ctx_.slots)
     SA_CHECK(default_allocation(g, ctx_.pb.sizes, eager.order, budget, &eager.alloc, &why), "{}",
              why);
+  // Note [Recompute genes]: every base swaps only; its twin recomputes the
+  // cheap ops.
   // The arena's bases: each order placed, in slots, then packed (these
   // two only, and only near the peak, where little or nothing is swapped:
   // Note [Arena search]).
@@ -256,6 +268,23 @@ void Search::make_bases() {
       }
     }
   }
+  if (opt_.recompute) {
+    const size_t swap_only = bases_.size();
+    for (size_t b = 0; b < swap_only; ++b) {
+      bases_[b].recompute.assign(m_, 0);
+      Candidate twin = bases_[b];
+      twin.recompute = ctx_.cheap;
+      if (twin.layout != Layout::kPacked) bases_.push_back(std::move(twin));
+    }
+  }
+}
+
+// Flips each recompute gene of an op that may run again with a probability
+// drawn as the schedule's is.
+void Search::mutate_recompute(Rng& rng, std::vector<uint8_t>& genes) const {
+  const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
+  for (OpId o = 0; o < m_; ++o)
+    if (ctx_.eligible[o] && rng.chance(p)) genes[o] ^= 1;
 }
 
 void Search::mutate_alloc(Worker& w, Rng& rng, Allocation& a) {
@@ -275,6 +304,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   if (k >= n - num_random) {
     w.sched.random_order(rng, &c.order);
     c.alloc = bases_[0].alloc;
+    if (opt_.recompute) c.recompute = rng.chance(0.5) ? ctx_.cheap : std::vector<uint8_t>(m_, 0);
     if (!ctx_.slots) {
       c.layout = Layout::kPlaced;
     } else if (opt_.seeded) {
@@ -291,7 +321,9 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   c.order = base.order;
   c.alloc = base.alloc;
   c.layout = base.layout;
+  c.recompute = base.recompute;
   if (k < static_cast<int>(bases_.size())) return;
+  if (!c.recompute.empty() && rng.chance(0.5)) mutate_recompute(rng, c.recompute);
   if (c.layout == Layout::kPacked) c.layout = Layout::kPlaced;
   if (rng.chance(0.5)) {
     const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
@@ -324,6 +356,15 @@ void Search::make_child(Worker& w, int gen, int k, Candidate& c) {
   const std::vector<OpId>& crossed = (k / 2) % 2 == 0 ? w.o1 : w.o2;
   const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
   w.sched.mutate(crossed, p, rng.chance(0.5), rng, &c.order);
+  // Recompute genes: one-point crossover at the schedule's cut, then flips.
+  if (opt_.recompute) {
+    const Candidate& first = k % 2 == 0 ? p1 : p2;
+    const Candidate& second = k % 2 == 0 ? p2 : p1;
+    c.recompute.assign(first.recompute.begin(), first.recompute.begin() + pr.cut);
+    c.recompute.insert(c.recompute.end(), second.recompute.begin() + pr.cut,
+                       second.recompute.end());
+    if (rng.chance(0.5)) mutate_recompute(rng, c.recompute);
+  }
   // Arena: one parent's layout (packed ones are seeds only: their children
   // are placed), switched now and then.
   c.layout = k % 2 == 0 ? p1.layout : p2.layout;
@@ -511,6 +552,21 @@ SearchResult search(const Problem& pb, const SearchOptions& options) {
   const auto eager = demand_counts(g, pb.sizes, identity, eager_update_order(g, pb.dataflow));
   for (size_t i = 0; i < eager.size(); ++i)
     ctx.size_cap[i] = std::max(ctx.size_cap[i], eager[i]);
+  if (options.recompute) {
+    const int m = g.num_ops();
+    ctx.cheap.assign(m, 0);
+    ctx.eligible.assign(m, 0);
+    const double h2d = pb.device.h2d_bytes_per_us(), d2h = pb.device.d2h_bytes_per_us();
+    for (OpId o = 0; o < m; ++o) {
+      const Op& op = g.ops[o];
+      if (!may_recompute(op) || (op.random && !options.planner.recompute_random)) continue;
+      ctx.eligible[o] = 1;
+      double out_bytes = 0;
+      for (TensorId t : op.outputs)
+        out_bytes += static_cast<double>(g.tensors[t].bytes);
+      ctx.cheap[o] = pb.op_us[o] < kCheapRecompute * (out_bytes / h2d + out_bytes / d2h);
+    }
+  }
   Search s(ctx);
   return s.run();
 }

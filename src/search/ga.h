@@ -75,6 +75,20 @@
 // its minimum, e.g. rnn-8-8k at batch 256 in 16 GB simulates 4.9x faster
 // once its two largest sizes (1.8 and 2.1 GB) share a class.
 
+// Note [Recompute genes]
+// -----------------------
+// With SearchOptions::recompute, a candidate also carries one gene per op:
+// whether the planner may drop the op's outputs when it evicts them and
+// recompute them before their next use (Note [Recomputation] in
+// plan/swap_planner.h; the planner still checks that it is right to). The
+// seeds swap only (all genes 0), so the search can always reach the
+// swap-only plans, and each has a twin whose genes say yes for the cheap
+// ops: those whose time is below kCheapRecompute of the time their outputs
+// take out and back in over the link (batch norm, activations, additions,
+// concatenations: memory-bound, 10-100x cheaper to recompute than to copy
+// over PCIe). Children cross the genes at the schedule's cut point and flip
+// some (each with a probability drawn as the schedule mutation's).
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -100,6 +114,7 @@ struct SearchOptions {
   bool progress = false;  // a progress line on stderr
   PlannerOptions planner;
   Allocator allocator = kDefaultAllocator;
+  bool recompute = true;  // Note [Recompute genes]; false: swap-only plans
 
   // Beyond the paper.
   bool seeded = true;  // Note [Initial population]; false: random

@@ -92,8 +92,11 @@ StepList unpack(const Plan& p) {
 void pack(const StepList& l, Plan& p) {
   p.steps.clear();
   p.waits.clear();
-  for (size_t s = 0; s < l.steps.size(); ++s)
+  for (size_t s = 0; s < l.steps.size(); ++s) {
     add(p, l.steps[s].kind, l.steps[s].subject, l.steps[s].object, l.waits[s]);
+    p.steps.back().obj_begin = l.steps[s].obj_begin;  // a recompute's objects
+    p.steps.back().obj_end = l.steps[s].obj_end;
+  }
 }
 
 // Removes step s; waits on it are removed, later ids renumbered.
@@ -144,24 +147,11 @@ void set_waits(Plan& p, StepId s, std::vector<StepId> waits) {
 // ---------------------------------------------------------------------------
 // Hand-built plans.
 //
-// Tensors (100 B each): w (param), x (input), a, b (activations), gw (gradient).
-//   op0 fwd: a = f(x, w)   op1 mid: b = g(a)   op2 bwd: gw = h(b, a)   op3 sgd: w -= gw
+// fwd_mid_bwd_sgd_graph() of test_util.h.
 Graph small_graph() {
-  GraphBuilder b;
-  b.tensor(100, TensorKind::kParam, "w");       // 0
-  b.tensor(100, TensorKind::kInput, "x");       // 1
-  b.tensor(100, TensorKind::kActivation, "a");  // 2
-  b.tensor(100, TensorKind::kActivation, "b");  // 3
-  b.tensor(100, TensorKind::kGradient, "gw");   // 4
-  b.op({1, 0}, {2});
-  b.op({2}, {3});
-  b.op({3, 2}, {4});
-  b.op({4}, {}, {0});
-  const char* names[] = {"fwd", "mid", "bwd", "sgd"};
-  for (int o = 0; o < 4; ++o)
-    b.g.ops[o].name = names[o];
-  validate_graph(b.g, "small_graph");
-  return b.g;
+  Graph g = testing::fwd_mid_bwd_sgd_graph();
+  validate_graph(g, "small_graph");
+  return g;
 }
 constexpr TensorId kW = 0, kX = 1, kA = 2, kB = 3, kGw = 4;
 
@@ -725,9 +715,10 @@ struct PlannedCase {
 struct Tally {
   int planned = 0;
   int failures = 0;
+  int recompute_steps = 0;  // in the plans with recompute genes
   void print(const char* what, uint64_t seed) const {
     std::cout << "[ verify_test ] " << what << " (seed " << seed << "): " << planned << " plans, "
-              << planned - failures << " verified\n";
+              << planned - failures << " verified, " << recompute_steps << " recompute steps\n";
   }
 };
 
@@ -769,24 +760,33 @@ void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& 
           opt.eviction = ev;
           opt.steady_state = steady;
           opt.deadline_copy_order = variant % 2 == 0;
+          // Half the variants recompute: random genes (Note [Recompute genes]).
+          std::vector<uint8_t> genes(g.num_ops());
+          for (auto& x : genes)
+            x = static_cast<uint8_t>(rng() % 2);
+          if (variant == 0 || variant == 3) opt.recompute = &genes;
           for (Allocator alloc : {Allocator::kSizeClass, Allocator::kArena}) {
             Plan p;
             const std::string what = fmt::format(
                 "{}, {} order, budget {} (min {}, peak {}), {}, steady_state {}, {} copy order, "
-                "{}, "
-                "{}",
+                "{}, {}, {}",
                 label, which == 0 ? "program" : "random", budget, lo, hi,
                 ev == EvictionPolicy::kBelady ? "belady" : "lru", steady,
-                opt.deadline_copy_order ? "deadline" : "release", dev.name, to_string(alloc));
+                opt.deadline_copy_order ? "deadline" : "release", dev.name, to_string(alloc),
+                opt.recompute ? "recompute" : "swap only");
             const PlanResult planned = alloc == Allocator::kArena
                                            ? planner.plan_arena(order, budget, budget, opt, &p)
                                            : planner.plan(order, a, budget, opt, &p);
-            if (alloc == Allocator::kArena && !planned.ok) {
-              // Only a packing that stays above the budget may refuse.
-              EXPECT_NE(planned.why.find("packed offsets"), std::string::npos)
+            if (!planned.ok && (alloc == Allocator::kArena || opt.recompute)) {
+              // Only a packing that stays above the budget, or recomputing more
+              // than fits, may refuse.
+              EXPECT_TRUE(planned.why.find("packed offsets") != std::string::npos ||
+                          (opt.recompute &&
+                           planned.why.find("no memory to recompute") != std::string::npos))
                   << what << ": " << planned.why;
               continue;
             }
+            if (opt.recompute) tally->recompute_steps += plan_traffic(g, p).recomputes;
             ASSERT_TRUE(planned.ok) << what << ": " << planned.why;
             if (alloc == Allocator::kArena) {
               EXPECT_LE(p.arena_bytes(), budget) << what;
@@ -866,6 +866,7 @@ TEST(VerifyProperty, EveryPlannerPlanVerifies) {
   tally.print("swap planner on random graphs", seed);
   EXPECT_EQ(tally.failures, 0);
   EXPECT_GE(tally.planned, 200 * 16);
+  EXPECT_GT(tally.recompute_steps, 1000);  // the recompute variants do recompute
 }
 
 TEST(VerifyProperty, EveryBaselinePlanVerifies) {
@@ -1045,8 +1046,8 @@ TEST(PlannerRegression, NoSwapInOfATensorBeforeItsEviction) {
 // Objects a step references: a compute step's access objects, or the step's object.
 std::vector<ObjectId> objects_of_step(const Plan& p, StepId s) {
   const Step& st = p.steps[s];
-  if (st.kind != StepKind::kCompute) return {st.object};
-  const auto objs = p.objects_of(st.subject);
+  if (!st.runs_op()) return {st.object};
+  const auto objs = p.objects_of_step(s);
   return {objs.begin(), objs.end()};
 }
 
@@ -1086,7 +1087,7 @@ bool reaches(const Plan& p, const std::vector<std::vector<uint64_t>>& reach, Ste
 bool referenced_after(const Graph& g, const Plan& p, StepId s, TensorId t) {
   for (StepId k = s + 1; k < p.num_steps(); ++k) {
     const Step& st = p.steps[k];
-    if (st.kind != StepKind::kCompute) {
+    if (!st.runs_op()) {
       if (st.subject == t) return true;
       continue;
     }
@@ -1106,6 +1107,15 @@ bool accessed_after(const Graph& g, const Plan& p, StepId s, TensorId t) {
   }
   return false;
 }
+// Whether a recompute step of the plan makes t again.
+bool recreated(const Graph& g, const Plan& p, TensorId t) {
+  for (const Step& st : p.steps)
+    if (st.kind == StepKind::kRecompute)
+      for (TensorId u : g.ops[st.subject].outputs)
+        if (u == t) return true;
+  return false;
+}
+
 bool initially_resident(const Plan& p, TensorId t) {
   for (const ResidentTensor& r : p.initial_resident)
     if (r.tensor == t) return true;
@@ -1179,8 +1189,8 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
       use(r.object, -1);
     for (StepId k = 0; k < p.num_steps(); ++k) {
       const Step& st = p.steps[k];
-      if (st.kind == StepKind::kCompute)
-        for (ObjectId x : p.objects_of(st.subject))
+      if (st.runs_op())
+        for (ObjectId x : p.objects_of_step(k))
           use(x, k);
       else
         use(st.object, k);
@@ -1258,7 +1268,8 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
         if (st.kind != StepKind::kSwapOut) continue;
         const TensorId t = st.subject;
         const TensorKind kind = g.tensors[t].kind;
-        if (is_transient(kind) && !seen[t] && accessed_after(g, p, k, t)) cand.push_back(k);
+        if (is_transient(kind) && !seen[t] && accessed_after(g, p, k, t) && !recreated(g, p, t))
+          cand.push_back(k);
         if (is_persistent(kind) && last_update[t] >= 0 && k > last_update[t] && !seen[t])
           cand.push_back(k);
         if (is_transient(kind) || (last_update[t] >= 0 && k > last_update[t])) seen[t] = 1;
@@ -1292,7 +1303,9 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
       bool used = std::find(p.access_objects.begin(), p.access_objects.end(), last) !=
                   p.access_objects.end();
       for (const Step& st : p.steps)
-        used = used || (st.kind != StepKind::kCompute && st.object == last);
+        used = used || (!st.runs_op() && st.object == last);
+      used = used || std::find(p.recompute_objects.begin(), p.recompute_objects.end(), last) !=
+                         p.recompute_objects.end();
       for (const ResidentTensor& r : p.initial_resident)
         used = used || r.object == last;
       if (!used) return false;
@@ -1319,7 +1332,9 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
       for (StepId k = 0; k < p.num_steps(); ++k) {
         const Step& st = p.steps[k];
         if (st.kind != StepKind::kSwapOut || !is_transient(g.tensors[st.subject].kind)) continue;
-        if (!seen[st.subject] && accessed_after(g, p, k, st.subject)) cand.push_back(k);
+        if (!seen[st.subject] && accessed_after(g, p, k, st.subject) &&
+            !recreated(g, p, st.subject))
+          cand.push_back(k);
         seen[st.subject] = 1;
       }
       if (cand.empty()) return false;

@@ -70,6 +70,8 @@
   const T = Math.max(1, Math.round(S.iteration_us * 1e3));  // ns, as every plot time
   const ops = D.ops, tensors = D.tensors;
   const compute = lane(D.lanes.compute), h2d = lane(D.lanes.h2d), d2h = lane(D.lanes.d2h);
+  compute.recompute = Uint8Array.from(D.lanes.compute.recompute || []);
+  const isRecompute = (i) => i < compute.recompute.length && compute.recompute[i] === 1;
   const drops = { time: undelta(D.drops.time), subject: Int32Array.from(D.drops.subject) };
   drops.n = drops.time.length;
   const mem = { time: undelta(D.memory.time), bytes: undelta(D.memory.bytes) };
@@ -282,12 +284,13 @@
   // ------------------------------------------------------------------- plots
 
   const COLORS = {
-    forward: "#4e79a7", backward: "#8e6bb0", update: "#59a14f", other: "#8c959f",
+    forward: "#4e79a7", backward: "#8e6bb0", update: "#59a14f", other: "#8c959f", recompute: "#e15759",
     h2d: "#f28e2b", h2dPersistent: "#b5651d", d2h: "#3f9a94", d2hPersistent: "#23615c",
     drop: "#8c959f", stall: "#d1493f", mark: "#d62728", mem: "#4e79a7", budget: "#d1493f", pool: "#9c755f",
     grid: "#eef1f4", axis: "#57606a", text: "#3d444d", lane: "#f6f8fa",
   };
-  const PHASE_COLOR = [COLORS.other, COLORS.forward, COLORS.backward, COLORS.update];
+  // The compute lane's colours: by phase, and the recompute steps apart.
+  const PHASE_COLOR = [COLORS.other, COLORS.forward, COLORS.backward, COLORS.update, COLORS.recompute];
   const GUTTER = 128, RIGHT = 14;   // CSS pixels left of and right of the plots' time axis
   const OVERVIEW_H = 26, AXIS_H = 24, LANE_H = 30, LANE_GAP = 8, DROP_H = 16, STALL_H = 4;
   const MEM_H = 230, MEM_TOP = 14, MEM_BOTTOM = 26;
@@ -495,7 +498,7 @@
     LANES.length = 0;
     let y = lanesTop, visited = 0;
     const lanes = [
-      { name: "Compute", L: compute, palette: PHASE_COLOR, key: (i) => ops.phase[compute.subject[i]],
+      { name: "Compute", L: compute, palette: PHASE_COLOR, key: (i) => isRecompute(i) ? 4 : ops.phase[compute.subject[i]],
         label: (i) => opLabel(compute.subject[i]) },
       { name: "Host → device", L: h2d, palette: [COLORS.h2d, COLORS.h2dPersistent],
         key: (i) => tensorPersistent[h2d.subject[i]], label: (i) => tensorLabel(h2d.subject[i]) },
@@ -887,6 +890,7 @@
   function renderLegend() {
     const items = [
       ["Forward", COLORS.forward], ["Backward", COLORS.backward], ["Update", COLORS.update],
+      ["Recompute", COLORS.recompute],
       ["Swap-in (activation)", COLORS.h2d], ["Swap-in (param/state)", COLORS.h2dPersistent],
       ["Swap-out (activation)", COLORS.d2h], ["Swap-out (param/state)", COLORS.d2hPersistent],
       ["Compute stall", COLORS.stall],
@@ -1113,7 +1117,7 @@
       if (L === compute) {
         const o = L.subject[i];
         const gap = L.start[i] - (i > 0 ? L.end[i - 1] : 0);
-        h = "<b>" + esc(opLabel(o)) + "</b><br><span class=m>" + esc(D.types[ops.type[o]]) + " · op " + o +
+        h = "<b>" + (isRecompute(i) ? "recompute " : "") + esc(opLabel(o)) + "</b><br><span class=m>" + esc(D.types[ops.type[o]]) + " · op " + o +
           (phaseName(o) ? " · " + phaseName(o) : "") + "</span><br>" + fmtNs(L.start[i]) + " → " + fmtNs(L.end[i]) +
           " (" + fmtNs(dur) + ")" + (gap > 0 ? "<br><span style='color:#ff9b93'>stalled " + fmtNs(gap) +
           " waiting for copies</span>" : "");
