@@ -209,6 +209,7 @@ class SwapPlanner::Pass {
   std::vector<ObjectId> obj_of_;
   std::vector<uint8_t> dirty_;
   std::vector<int32_t> cursor_, last_pos_, pinned_;
+  int now_ = 0;                   // the position of the op being placed (m_ after the last)
   std::vector<int32_t> handled_;  // the position whose place_op() last handled the item
   std::vector<StepId> last_step_, arrival_;
   std::vector<StepId> host_write_;        // the item's last eviction (swap-out or drop)
@@ -242,7 +243,11 @@ class SwapPlanner::Pass {
       return key != o.key ? key < o.key : item < o.item;
     }
   };
-  std::vector<VictimEntry> victims_, popped_;
+  std::vector<VictimEntry> victims_;
+  // place()'s buffers: heap indices still to visit, the victims of the
+  // window being scored and of the best one so far.
+  std::vector<int32_t> frontier_;
+  std::vector<ItemId> window_victims_, best_victims_;
   std::vector<uint32_t> heap_ver_;
   void heap_touch(ItemId x);
   std::vector<TempStep> steps_;
@@ -471,7 +476,8 @@ void SwapPlanner::Pass::heap_touch(ItemId x) {
   if (!placed()) return;
   ++heap_ver_[x];
   if (listed_at_[x] < 0) return;
-  if (victims_.size() > 4 * residents_[0].size() + 64) {  // mostly stale: rebuild
+  if (victims_.size() >
+      residents_[0].size() + residents_[0].size() / 2 + 64) {  // mostly stale: rebuild
     victims_.clear();
     for (ItemId v : residents_[0])
       victims_.push_back({victim_key(v), v, heap_ver_[v]});
@@ -582,7 +588,10 @@ ObjectId SwapPlanner::Pass::open_tenancy(ItemId x, int32_t free_key) {
 // still needed. The object's next tenant waits for that.
 void SwapPlanner::Pass::evict(ItemId v) {
   const ObjectId obj = obj_of_[v];
-  const bool recompute = needs_copy(v) && may_drop_to_recompute(v);
+  // An item the current op touches comes back before it runs by a swap-in
+  // (a relocation moves the op's inputs; a window may take one not placed
+  // yet), so it may not be dropped to be recomputed.
+  const bool recompute = needs_copy(v) && pinned_[v] != now_ && may_drop_to_recompute(v);
   const StepKind kind = needs_copy(v) && !recompute ? StepKind::kSwapOut : StepKind::kDrop;
   if (recompute) dropped_[v] = 1;
   if (kind == StepKind::kSwapOut) has_host_[v] = 1;
@@ -937,30 +946,52 @@ ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
       list[k] = list[k - 1];
     list[k] = {sc, v};
   };
-  // The kScanned residents with the furthest next use (the lazy heap's
-  // top), then put back.
-  popped_.clear();
-  while (!victims_.empty() && static_cast<int>(popped_.size()) < kScanned) {
+  // The kScanned residents with the furthest next use, best first. Stale
+  // entries on top of the lazy heap go for good; below it, the heap is
+  // walked in order without changing it (a frontier of its indices, the
+  // best first), and the walk stops once both lists hold kCandidates
+  // eligible victims: later entries have no later next use, so none could
+  // enter either list (popping 64 entries and pushing them back took most
+  // of the arena walk's time).
+  auto stale = [&](const VictimEntry& e) {
+    return e.version != heap_ver_[e.item] || listed_at_[e.item] < 0;
+  };
+  while (!victims_.empty() && stale(victims_.front())) {
     std::pop_heap(victims_.begin(), victims_.end());
-    const VictimEntry e = victims_.back();
     victims_.pop_back();
-    if (e.version != heap_ver_[e.item] || listed_at_[e.item] < 0) continue;
-    popped_.push_back(e);
   }
-  for (const VictimEntry& e : popped_) {
+  auto full = [](const std::pair<Score, ItemId>* list, int n) {
+    return n == kCandidates && list[n - 1].first.eligible;
+  };
+  frontier_.clear();
+  if (!victims_.empty()) frontier_.push_back(0);
+  const auto heap_size = static_cast<int32_t>(victims_.size());
+  auto later_entry = [&](int32_t a, int32_t b) { return victims_[a] < victims_[b]; };
+  for (int scanned = 0; !frontier_.empty() && scanned < kScanned;) {
+    std::pop_heap(frontier_.begin(), frontier_.end(), later_entry);
+    const int32_t k = frontier_.back();
+    frontier_.pop_back();
+    for (int32_t c = 2 * k + 1; c <= 2 * k + 2 && c < heap_size; ++c) {
+      frontier_.push_back(c);
+      std::push_heap(frontier_.begin(), frontier_.end(), later_entry);
+    }
+    const VictimEntry& e = victims_[k];
+    if (stale(e)) continue;
+    ++scanned;
     const ItemId v = e.item;
-    victims_.push_back(e);
-    std::push_heap(victims_.begin(), victims_.end());
     if (!movable(v) || bytes_[v] == 0) continue;
     const Score sc{eligible_victim(v, x, i, swap_in), e.key, 0};
     keep_best(top, &num_top, sc, v);
     if (bytes_[v] >= need && bytes_[v] <= 2 * need) keep_best(sized, &num_sized, sc, v);
+    if (full(top, num_top) && full(sized, num_sized)) break;
   }
   for (int k = 0; k < num_sized; ++k)
     top[num_top++] = sized[k];
   int64_t best_at = -1;
   Score best;
-  std::vector<ItemId> best_victims, victims;
+  std::vector<ItemId>& best_victims = best_victims_;
+  std::vector<ItemId>& victims = window_victims_;
+  best_victims.clear();
   for (int c = 0; c < num_top; ++c) {
     const ItemId v0 = top[c].second;
     auto lo = ranges_.find(tenancies_[obj_of_[v0]].offset);
@@ -1134,8 +1165,7 @@ void SwapPlanner::Pass::preplace(int i) {
   room.push_back(capacity_ - at);
   bool fits = true;
   for (const auto& [x, created] : needed) {
-    const int64_t need =
-        bytes_[x];  // (a structured binding cannot be captured before C++20 in clang)
+    const int64_t need = bytes_[x];  // (clang cannot capture the structured binding)
     auto r = std::find_if(room.begin(), room.end(), [need](int64_t left) { return left >= need; });
     if (r == room.end()) {
       fits = false;
@@ -1370,6 +1400,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
     }
 
   for (int i = 0; i < m_; ++i) {
+    now_ = i;
     const OpId o = order_[i];
     const Op& op = g_.ops[o];
     for_each_access(op, [&](TensorId x, Access) { pinned_[x] = i; });
@@ -1386,6 +1417,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
         {StepKind::kCompute, o, kNoObject, i, wb, static_cast<int32_t>(waits_.size())});
     last_compute_ = static_cast<StepId>(steps_.size()) - 1;
     after_op(i, last_compute_);
+    now_ = i + 1;
     if (dir_ && !dir_->evict_after.empty())
       for (TensorId x : dir_->evict_after[i]) {
         const ObjectId obj = obj_of_[x];

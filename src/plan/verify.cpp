@@ -298,9 +298,8 @@ bool Verifier::structure() {
           if (!object_exists(x))
             ok = fail("{} puts {} in object {}, but the plan has {} objects", step(s), what, x,
                       num_objects_);
-          else if (arena_ && p_.objects[x].bytes < bytes)
-            ok = fail("{} puts {} ({} bytes) in object {} of {} bytes", step(s), what, bytes, x,
-                      p_.objects[x].bytes);
+          else if (arena_ && !too_small(x, bytes).empty())
+            ok = fail("{} puts {} in object {}, but {}", step(s), what, x, too_small(x, bytes));
           else if (!arena_ && class_of(x) != c)
             ok = fail("{} puts {} in object {} of class {}, but it is in class {}", step(s), what,
                       x, class_of(x), c);
