@@ -129,6 +129,11 @@ def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, de
         registry[s._cdata] = info
         keep.append(s)
 
+    # The iteration's random draws start from the seed, as the eager
+    # reference's first iteration's do (reference.eager_run) and as the
+    # runtime's do (exec "rng"; Note [ATen recompute] in
+    # src/runtime/aten_kernels.h).
+    torch.manual_seed(seed)
     rec = Recorder(registry, dev, check_mutations=check_mutations)
     handles = _module_hooks(model, rec)
 
@@ -189,6 +194,8 @@ def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, de
              "bytes_accessed": int(r.bytes_accessed)}
         if r.module:
             e["name"] = r.module
+        if r.random:
+            e["random"] = True  # graph format 1.1 (docs/graph-format.md)
         g_ops.append(e)
     src = (f"swapadvisor-capture {__version__}: torch {torch.__version__}, one {opt_name} "
            f"training iteration recorded at the ATen dispatcher on {dev.type} "
@@ -197,6 +204,8 @@ def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, de
            f"); bytes are storage bytes rounded up to {align}")
     cap.graph = {"format": "swapadvisor-graph", "version": 1, "name": name, "source": src,
                  "tensors": g_tensors, "ops": g_ops}
+    if any(r.random for r in rec.ops):
+        cap.graph["minor_version"] = 1
 
     # The last forward op that wrote the loss: its value is read right after it.
     after = None
@@ -215,6 +224,7 @@ def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, de
         "graph": {"name": name, "ops": len(g_ops), "tensors": len(g_tensors)},
         "torch_version": torch.__version__, "capture_device": dev.type, "align": align,
         "optimizer": dict(opt_cfg, name=opt_name),
+        "rng": {"seed": seed},
         "tensors": [{"id": i, "storage_bytes": int(info.nbytes)} for i, info in enumerate(tensors)],
         "ops": x_ops,
         "loss": {"after_op": after,

@@ -93,7 +93,8 @@ def cmd_capture(argv):
         "constants": rec.num_constants, "unused_state": cap.unused_state,
         "entry_args": entry_args,
     }
-    for name, what in ((rec.random_ops, "random ops (a replay draws new numbers): "),
+    for name, what in ((rec.random_ops, "random ops (replays draw the same numbers only "
+                                        "from the same seed and in program order): "),
                        (rec.undeclared, "ops that wrote arguments their schema does not mark "
                                         "(recorded as updates): ")):
         if name:

@@ -78,12 +78,28 @@ _DATA_DEPENDENT = {
 }
 _SCALAR_RETURN_TYPES = {"bool", "int", "float", "Scalar", "number", "complex"}
 
+# Ops that draw random numbers (graph and exec "random": true; the runtime
+# replays their draws when it recomputes them, Note [ATen recompute]): these
+# names, in place or not, and any op tagged nondeterministic_seeded (torch
+# 1.13 tags only some). dropout, feature_dropout and alpha_dropout reach the
+# dispatcher only where they are not decomposed (on the CPU dropout becomes
+# empty_like, bernoulli_, div_ and mul; on CUDA native_dropout).
 _RANDOM = {
-    "bernoulli", "bernoulli_", "normal", "normal_", "uniform_", "rand", "rand_like", "randn",
-    "randn_like", "randint", "randint_like", "randperm", "native_dropout", "_fused_dropout",
-    "exponential_", "geometric_", "cauchy_", "log_normal_", "random_", "multinomial",
-    "rrelu_with_noise", "_standard_gamma", "poisson", "binomial", "_sample_dirichlet",
+    "bernoulli", "bernoulli_", "normal", "normal_", "normal_functional", "uniform", "uniform_",
+    "rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm",
+    "dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout", "native_dropout",
+    "_fused_dropout", "exponential_", "geometric_", "cauchy_", "log_normal_", "random_",
+    "multinomial", "rrelu", "rrelu_with_noise", "_standard_gamma", "poisson", "binomial",
+    "_sample_dirichlet",
 }
+_SEEDED_TAG = getattr(getattr(torch, "Tag", None), "nondeterministic_seeded", None)
+
+
+def draws_random(func, base):
+    """Whether the op draws from a random generator."""
+    if base in _RANDOM or base.rstrip("_") in _RANDOM:
+        return True
+    return _SEEDED_TAG is not None and _SEEDED_TAG in getattr(func, "tags", ())
 
 PHASES = ("forward", "backward", "update")
 _TRANSIENT_KIND = {"forward": "activation", "backward": "gradient", "update": "temp"}
@@ -314,7 +330,7 @@ class Recorder(TorchDispatchMode):
         rec.type = schema.name
         rec.phase = self.phase
         rec.module = self.module_stack[-1] if self.module_stack and self.phase == "forward" else ""
-        rec.random = base in _RANDOM or base.rstrip("_") in _RANDOM
+        rec.random = draws_random(func, base)
         if rec.random:
             self.random_ops[qualname] += 1
 

@@ -73,6 +73,9 @@ def eager_run(entry, iterations, optimizer=None, lr=None, momentum=None, weight_
                 if not torch.equal(src, dst.detach().cpu()):
                     raise CaptureError(f"initial value of {t['name']} differs from what build() "
                                        "made (is build() deterministic under torch.manual_seed?)")
+    # The first iteration draws from the seed, as the captured one did (exec
+    # "rng"), so that random ops (dropout) draw the same numbers in both.
+    torch.manual_seed(seed)
     if save_on_cpu:
         def saving():
             return torch.autograd.graph.save_on_cpu(pin_memory=cuda)

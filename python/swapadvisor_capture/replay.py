@@ -39,6 +39,9 @@ class Replayer:
             self.persistent[tid] = buf.untyped_storage() if hasattr(buf, "untyped_storage") else \
                 buf.storage().untyped()
         self.storages = {}
+        if "rng" in exec_doc:
+            # Random ops draw what the captured iteration drew (first iteration).
+            torch.manual_seed(exec_doc["rng"]["seed"])
 
     def _storage(self, tid):
         s = self.storages.get(tid)

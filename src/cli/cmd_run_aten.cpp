@@ -51,6 +51,13 @@ void run_aten(const AtenRunArgs& a) {
                "torch this swapadvisor was built against to compare with eager PyTorch)\n",
                exec, program.torch_version.empty() ? "(unknown)" : program.torch_version,
                runtime::aten_torch_version());
+  if (const auto late = runtime::random_ops_out_of_order(p, program))
+    fmt::print(stderr,
+               "swapadvisor: warning: the plan runs random op {} ({}) before op {} ({}), against "
+               "program order: they draw other numbers than eager PyTorch does (as correct a "
+               "training, not comparable bit for bit)\n",
+               late->first, program.ops[late->first].qualname, late->second,
+               program.ops[late->second].qualname);
   runtime::AtenRunOptions o;
   o.iterations = a.iterations;
   o.aten.threads = a.threads;
@@ -81,7 +88,9 @@ void run_aten(const AtenRunArgs& a) {
                           {"copied_bytes", s.copied_bytes},
                           {"copy_us", s.copy_us},
                           {"kernel_us", s.kernel_us},
-                          {"scratch_peak_bytes", s.scratch_peak_bytes}}}};
+                          {"scratch_peak_bytes", s.scratch_peak_bytes},
+                          {"ops_recomputed", s.ops_recomputed},
+                          {"random_replays", s.random_replays}}}};
     fmt::print("{}\n", j.dump(2));
     return;
   }
@@ -99,6 +108,9 @@ void run_aten(const AtenRunArgs& a) {
              format_bytes(p.pool.total_bytes()));
   fmt::print("outputs     {} placed by the allocator, {} copied ({}, {})\n", s.outputs_placed,
              s.outputs_copied, format_bytes(s.copied_bytes), format_us(s.copy_us));
+  if (s.ops_recomputed > 0)
+    fmt::print("recomputed  {} ops run again, {} of them random with their draws replayed\n",
+               s.ops_recomputed, s.random_replays);
   fmt::print("scratch     kernels' own allocations outside the arena peaked at {}\n",
              format_bytes(s.scratch_peak_bytes));
   if (!a.save_values.empty()) fmt::print("state       written to {}\n", a.save_values);

@@ -14,8 +14,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/ScalarOps.h>
+#include <ATen/core/Generator.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -38,7 +40,6 @@
 #define SA_ATEN_CUDA 0  // set by aten.cmake when libtorch has CUDA
 #endif
 #if SA_ATEN_CUDA
-#include <ATen/Context.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -193,6 +194,12 @@ class TorchKernels final : public AtenKernels {
                                 op.overload, p.torch_version));
       ops_.push_back(PreparedOp{*h, &h->schema()});
     }
+    rng_before_.resize(p.ops.size());
+    if (p.rng_seed) {  // as torch.manual_seed does (Note [ATen recompute])
+      at::Generator gen = generator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_current_seed(*p.rng_seed);
+    }
     if (o.place_outputs && device_.is_cpu()) {
       previous_ = c10::GetAllocator(c10::kCPU);
       allocator_ = std::make_unique<PlacingAllocator>();
@@ -252,6 +259,18 @@ class TorchKernels final : public AtenKernels {
   }
 
   void run(OpId o, std::span<std::byte* const> ptrs, void* stream) override {
+    call(o, ptrs, stream, false);
+  }
+  void recompute(OpId o, std::span<std::byte* const> ptrs, void* stream) override {
+    call(o, ptrs, stream, true);
+  }
+
+ private:
+  static constexpr uint8_t kPriority = 200;
+
+  // run() or recompute(): on CUDA with our stream as libtorch's, errors
+  // named after the op.
+  void call(OpId o, std::span<std::byte* const> ptrs, void* stream, bool again) {
     try {
 #if SA_ATEN_CUDA
       if (device_.is_cuda()) {
@@ -261,11 +280,11 @@ class TorchKernels final : public AtenKernels {
         // kernels are queued (Note [ATen on CUDA]).
         c10::cuda::CUDAStreamGuard guard(
             c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(stream), device_.index()));
-        run_op(o, ptrs, stream);
+        again ? run_again(o, ptrs, stream) : run_first(o, ptrs, stream);
         return;
       }
 #endif
-      run_op(o, ptrs, stream);
+      again ? run_again(o, ptrs, stream) : run_first(o, ptrs, stream);
     } catch (const c10::Error& e) {
       throw Error(fmt::format("op {} ({}): {}", o, p_.ops[o].qualname, e.what_without_backtrace()));
     } catch (const json::exception& e) {
@@ -276,8 +295,55 @@ class TorchKernels final : public AtenKernels {
     }
   }
 
- private:
-  static constexpr uint8_t kPriority = 200;
+  // The device's default generator: what the captured random ops draw from.
+  at::Generator generator() const {
+    return at::globalContext().defaultGenerator(device_);
+  }
+  at::Tensor rng_state() const {
+    at::Generator gen = generator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    return gen.get_state();
+  }
+  void set_rng_state(const at::Tensor& state) {
+    at::Generator gen = generator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(state);
+  }
+
+  // Note [ATen recompute]: a random op's first run keeps the state it
+  // starts from.
+  void run_first(OpId o, std::span<std::byte* const> ptrs, void* stream) {
+    if (p_.ops[o].random) rng_before_[o] = rng_state();
+    run_op(o, ptrs, stream, false);
+  }
+
+  // Note [ATen recompute]: the draws of the first run again, and none of
+  // the live stream's.
+  void run_again(OpId o, std::span<std::byte* const> ptrs, void* stream) {
+    const bool random = p_.ops[o].random;
+    if (random && !rng_before_[o].defined())
+      throw Error("recomputed before it ran: there is no random state to replay");
+    const at::Tensor live = rng_state();
+    try {
+      if (random) set_rng_state(rng_before_[o]);
+      run_op(o, ptrs, stream, true);
+      if (!random && !same_state(rng_state(), live))
+        throw Error(
+            "it drew random numbers when run again, but the exec file does not mark it random: "
+            "its draws cannot be replayed, so it may not be recomputed (capture the model "
+            "again with this swapadvisor-capture, or plan with --no-recompute)");
+    } catch (...) {
+      set_rng_state(live);
+      throw;
+    }
+    set_rng_state(live);
+    ++stats_.ops_recomputed;
+    stats_.random_replays += random;
+  }
+
+  static bool same_state(const at::Tensor& a, const at::Tensor& b) {
+    return a.nbytes() == b.nbytes() && std::memcmp(a.data_ptr(), b.data_ptr(), a.nbytes()) == 0;
+  }
 
   // The storages of one call: one per tensor the op accesses.
   struct Call {
@@ -459,7 +525,8 @@ class TorchKernels final : public AtenKernels {
     stats_.copy_us += us_since(t0);
   }
 
-  void run_op(OpId o, std::span<std::byte* const> ptrs, void* stream) {
+  // again: a recompute (Note [ATen recompute]), which does not read the loss.
+  void run_op(OpId o, std::span<std::byte* const> ptrs, void* stream, bool again) {
     const Op& gop = g_.ops[o];
     const AtenOp& op = p_.ops[o];
     const PreparedOp& prep = ops_[o];
@@ -531,7 +598,7 @@ class TorchKernels final : public AtenKernels {
     }
     stack.clear();
 
-    if (o == p_.loss_after_op) {
+    if (o == p_.loss_after_op && !again) {
       if (device_.is_cpu()) {
         losses_.push_back(view(call, p_.loss_view).item().toDouble());
       } else {
@@ -555,6 +622,8 @@ class TorchKernels final : public AtenKernels {
   PlacementSlots* slots_ = nullptr;  // the placing allocator's, CPU or CUDA; null: outputs copied
   std::string no_placing_;           // why outputs are copied on CUDA
   std::vector<double> losses_;
+  // Per random op: the generator state its latest run began with.
+  std::vector<at::Tensor> rng_before_;
 #if SA_ATEN_CUDA
   std::vector<std::pair<void*, at::Tensor>> pending_losses_;  // CUDA: (stream, loss) to read
   std::unordered_set<void*> streams_;                         // the CUDA streams run on

@@ -45,6 +45,38 @@
 // anything else. A libtorch that cannot swap its allocator gets its
 // results copied into their objects (counted). The loss is copied on the
 // stream and read when losses() is called, after the run.
+//
+// Note [ATen recompute]
+// ---------------------
+// A recompute step (Note [Plan semantics]) runs op o again: recompute(o,
+// ptrs) gets the step's objects as run() gets the op's and makes the same
+// call on them. The outputs go to the step's objects (placed or copied as
+// run()'s are); one that no later op reads only passes through its object.
+// The loss is read on the op's first run only.
+//
+// Random draws. A recompute must give the values the first run gave, and
+// a random op draws from its device's default generator (the capture
+// refuses explicit generators), whose state moves on with every draw. So:
+//   - run() of an op the exec file marks random first keeps the generator's
+//     state (Generator::get_state: the CPU's mt19937 state, 5 KB; CUDA's
+//     Philox seed and offset), replacing the previous iteration's;
+//   - recompute() of it keeps the live state, puts back the one kept before
+//     the op's latest run, runs the op - the same draws, the same values -
+//     and puts the live state back, so that the ops after it draw what they
+//     would without the recompute: a plan with recomputes trains bit for bit
+//     as its order without them;
+//   - recompute() of an op not marked random checks that the generator did
+//     not move; if it did, the op drew numbers that the capture did not mark
+//     and that cannot be replayed, and the run fails naming the op: never
+//     silently different values.
+// The generator starts from the exec file's seed (AtenProgram::rng_seed):
+// the capture and the eager reference seed it so right before the first
+// iteration, so a planned run draws what eager PyTorch draws as long as the
+// plan runs the random ops in program order among themselves
+// (random_ops_out_of_order in runtime/aten_run.h; otherwise the training is
+// as correct, with other numbers). On CUDA the state is read and set while
+// the op is queued, which is when libtorch reads it for the kernels'
+// arguments.
 
 #include <cstdint>
 #include <memory>
@@ -74,6 +106,8 @@ struct AtenStats {
   double copy_us = 0;              // time spent in those copies
   double kernel_us = 0;            // time in the operators (on CUDA: queueing them)
   int64_t scratch_peak_bytes = 0;  // CPU: peak of kernel allocations outside the plan
+  int64_t ops_recomputed = 0;      // recompute() calls (Note [ATen recompute])
+  int64_t random_replays = 0;      // of those, random ops run again on their kept state
 };
 
 class AtenKernels {
@@ -86,6 +120,11 @@ class AtenKernels {
   // sa::Error naming the op when the operator fails or a result differs in
   // shape from the capture.
   virtual void run(OpId o, std::span<std::byte* const> ptrs, void* stream) = 0;
+  // Runs op o again for a recompute step, after run(o) in the same
+  // iteration: ptrs are the step's objects, the draws of a random op those
+  // of its latest run (Note [ATen recompute]). Throws sa::Error naming the
+  // op when it drew random numbers the exec file did not mark.
+  virtual void recompute(OpId o, std::span<std::byte* const> ptrs, void* stream) = 0;
   // The loss of every run of the loss op so far, in order (on CUDA it waits
   // for the compute stream).
   virtual std::vector<double> losses() const = 0;
@@ -124,7 +163,7 @@ std::unique_ptr<AtenKernels> make_aten_kernels(const Graph& g, const AtenProgram
                                                const AtenOptions& o);
 
 // What the plugin exports (extern "C" sa_aten_plugin()).
-inline constexpr int kAtenPluginAbi = 2;
+inline constexpr int kAtenPluginAbi = 3;
 struct AtenPlugin {
   int abi = kAtenPluginAbi;        // first, so that any plugin's can be read
   const char* version = "";        // swapadvisor's version, as built

@@ -199,6 +199,10 @@ AtenProgram parse_aten_program(std::string_view text, const std::string& path, c
     p.captured_loss = captured->get<double>();
   }
 
+  if (const json* rng = FieldReader::find(doc, "rng"))
+    p.rng_seed = static_cast<uint64_t>(
+        r.integer(r.field(r.object(*rng, "rng"), "rng", "seed"), "rng.seed", 0, INT64_MAX));
+
   // Every view lies inside its tensor, and names only tensors the op
   // accesses; results name exactly the op's outputs.
   Checker c(r, g, p);

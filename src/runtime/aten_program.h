@@ -5,6 +5,7 @@
 // here without libtorch; runtime/aten_kernels.h runs it.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,9 @@ struct AtenProgram {
   OpId loss_after_op = kNoOp;          // the loss is read right after this op
   nlohmann::json loss_view;            // {"tensor": id, "dtype", "sizes", "strides", "offset"}
   double captured_loss = 0;            // the loss of the captured iteration (informative)
+  // The default generator's seed at the start of the first iteration
+  // ("rng": {"seed": S}; Note [ATen recompute]); none: left as it is.
+  std::optional<uint64_t> rng_seed;
 };
 
 // Reads an exec file (.json or .json.gz) and checks it against its graph:

@@ -30,8 +30,9 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
 
   // The op's accesses from the kernel table, less its workspace (the
   // captured ops have none), are its pointers in for_each_access order.
-  OpKernelHook hook = [k](int32_t op, std::span<const synthetic::KernelAccess> accesses,
-                          std::byte* arena, void* stream) {
+  OpKernelHook hook = [k](int32_t op, bool recompute,
+                          std::span<const synthetic::KernelAccess> accesses, std::byte* arena,
+                          void* stream) {
     std::byte* ptrs[64];
     std::vector<std::byte*> many;
     std::byte** out = ptrs;
@@ -42,7 +43,8 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
     size_t n = 0;
     for (const synthetic::KernelAccess& a : accesses)
       if (a.role != synthetic::Role::kWorkspace) out[n++] = arena + a.offset;
-    k->run(op, std::span<std::byte* const>(out, n), stream);
+    const std::span<std::byte* const> objects(out, n);
+    recompute ? k->recompute(op, objects, stream) : k->run(op, objects, stream);
   };
   if (o.aten.device == "cuda") {
     CudaBackendOptions co;
@@ -83,6 +85,17 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
   r.stats = kernels->stats();
   r.kernels = kernels->description();
   return r;
+}
+
+std::optional<std::pair<OpId, OpId>> random_ops_out_of_order(const Plan& p,
+                                                             const AtenProgram& program) {
+  OpId last = kNoOp;
+  for (OpId o : p.order) {
+    if (!program.ops[o].random) continue;
+    if (last != kNoOp && o < last) return std::make_pair(last, o);
+    last = o;
+  }
+  return std::nullopt;
 }
 
 }  // namespace sa::runtime

@@ -13,7 +13,9 @@
 // integrity check does not apply; bench/torch-equivalence compares losses
 // and final state with eager PyTorch instead.
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -41,5 +43,12 @@ struct AtenRunResult {
 // file without a value for some tensor that exists at the start.
 AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& program,
                             const ValuesFile& initial, const AtenRunOptions& o);
+
+// The first two random ops (a, b) that the plan's order runs against program
+// order (a before b though b < a), or none. Such a plan draws other numbers
+// than eager PyTorch, which draws in program order (Note [ATen recompute]):
+// as correct a training, not comparable bit for bit.
+std::optional<std::pair<OpId, OpId>> random_ops_out_of_order(const Plan& p,
+                                                             const AtenProgram& program);
 
 }  // namespace sa::runtime

@@ -89,16 +89,23 @@ struct KernelTable {
   int32_t op_of(int32_t kernel) const {
     return kernel < static_cast<int32_t>(kernel_op.size()) ? kernel_op[kernel] : kernel;
   }
+  // Whether a kernel is a recompute step's: those follow the ops' kernels,
+  // so they run an op other than their own index.
+  bool recomputes(int32_t kernel) const { return op_of(kernel) != kernel; }
 };
 
 // An op's real kernel in place of its synthetic one (the ATen kernels,
-// runtime/aten_run.h): launch_op(op) calls it with op's accesses as the
-// kernel table has them and the device arena. On the host backend it runs on
+// runtime/aten_run.h): launch_op(kernel) calls it with the kernel's op,
+// whether it runs for a recompute step (a real kernel must then reproduce
+// the op's first run, e.g. its random draws: Note [ATen recompute]), the
+// kernel's accesses as the kernel table has them and the device arena. On
+// the host backend it runs on
 // the compute stream's thread and stream is null; on the CUDA backend it runs
 // on the issuing thread and must queue its work on `stream`, the compute
 // stream (a cudaStream_t), without waiting for it.
-using OpKernelHook = std::function<void(
-    int32_t op, std::span<const synthetic::KernelAccess> accesses, std::byte* arena, void* stream)>;
+using OpKernelHook = std::function<void(int32_t op, bool recompute,
+                                        std::span<const synthetic::KernelAccess> accesses,
+                                        std::byte* arena, void* stream)>;
 
 class Backend {
  public:

@@ -172,7 +172,7 @@ class CudaBackend final : public Backend {
     if (kernel_) {
       // The real kernels, queued on the compute stream by the issuing thread
       // (OpKernelHook); the synthetic kernel's duration does not apply.
-      kernel_(op, table_.of(kernel), arena_, stream(Stream::kCompute));
+      kernel_(op, table_.recomputes(kernel), table_.of(kernel), arena_, stream(Stream::kCompute));
       return;
     }
     const int begin = op_begin_[kernel];

@@ -185,7 +185,7 @@ class HostBackend final : public Backend {
       const auto start = Clock::now();
       const int32_t op = table_.op_of(kernel);
       if (options_.kernel) {
-        options_.kernel(op, table_.of(kernel), arena_, nullptr);
+        options_.kernel(op, table_.recomputes(kernel), table_.of(kernel), arena_, nullptr);
       } else {
         synthetic::BufferMem mem{arena_};
         synthetic::run_op(op, table_.of(kernel), mem, slots_.data());

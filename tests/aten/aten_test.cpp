@@ -172,6 +172,11 @@ TEST(AtenKernels, TinyMlpMatchesEager) {
 TEST(AtenKernels, TinyCnnMatchesEager) {
   expect_eager("tiny_cnn");
 }
+// Random ops too: the kernels seed the generator as the capture and eager
+// PyTorch do (Note [ATen recompute]).
+TEST(AtenKernels, RandomOpsMatchEager) {
+  expect_eager("random_ops");
+}
 
 TEST(AtenKernels, OutputsArePlacedNotCopied) {
   if (!aten_available()) GTEST_SKIP() << "built without libtorch";

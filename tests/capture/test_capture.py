@@ -15,11 +15,11 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from checks import ROOT, check, run, verdict
+
 sys.path.insert(0, os.path.join(ROOT, "python"))
 CAPTURE = os.path.join(ROOT, "python", "swapadvisor-capture")
 
@@ -51,20 +51,6 @@ ERRORS = {
     "subclass.py": "tensor subclass Wrapped",
     "mask_select.py": "aten::index.Tensor",
 }
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print(f"FAIL: {what}")
-    return cond
-
-
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, **kw)
-
 
 def capture(entry, opt, extra, prefix):
     r = run([sys.executable, CAPTURE, entry, "--optimizer", opt, "-o", prefix, "--json"] + extra)
@@ -284,11 +270,7 @@ def main():
                 if "--profile" in extra:
                     check(all("time_us" in op for op in g["ops"]), "--profile wrote time_us")
                 check_replay(prefix, entry, opt, g)
-    if failures:
-        print(f"{len(failures)} check(s) failed")
-        return 1
-    print("ok")
-    return 0
+    return verdict()
 
 
 if __name__ == "__main__":

@@ -95,8 +95,8 @@ TEST(RuntimeCuda, AKernelHookQueuesItsWorkOnTheComputeStream) {
   const int64_t bytes = 1 << 22;
   std::vector<int32_t> calls;
   CudaBackendOptions o;
-  o.kernel = [&](int32_t op, std::span<const synthetic::KernelAccess> accesses, std::byte* arena,
-                 void* stream) {
+  o.kernel = [&](int32_t op, bool, std::span<const synthetic::KernelAccess> accesses,
+                 std::byte* arena, void* stream) {
     calls.push_back(op);
     ASSERT_NE(stream, nullptr);
     ASSERT_EQ(accesses.size(), 1u);

@@ -97,7 +97,7 @@ TEST(RuntimeHostBackend, LateKernelsAreCounted) {
 TEST(RuntimeHostBackend, ALateOpIsMadeUpByTheNext) {
   if (sa::testing::kSanitizedBuild) GTEST_SKIP() << "timings of a sanitizer build mean nothing";
   HostBackendOptions o;
-  o.kernel = [](int32_t op, std::span<const synthetic::KernelAccess>, std::byte*, void*) {
+  o.kernel = [](int32_t op, bool, std::span<const synthetic::KernelAccess>, std::byte*, void*) {
     if (op == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   };
   auto b = make_host_backend(o);

@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+"""Random ops under recomputation (issue 13; Note [ATen recompute] in
+src/runtime/aten_kernels.h), run by CTest:
+
+    test_recompute.py --case random-marks --cli build/swapadvisor
+    test_recompute.py --case dropout-recompute --cli build/swapadvisor
+
+random-marks: the capture marks exactly the ops that draw random numbers
+(tests/capture/entries/random_ops.py), in the graph (format 1.1) and the
+exec file, records the seed, and its replay then draws what eager draws.
+
+dropout-recompute: the Transformer LM with dropout 0.1, planned so that a
+native_dropout is recomputed, trains under `run --kernels aten` bit for bit
+as the swap-only plan of the same graph and as eager PyTorch; the same plan
+with the random marks taken out of the exec file fails, naming the op.
+
+Exit status 77 (CTest's SKIP_RETURN_CODE) without torch or libtorch.
+"""
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import tempfile
+
+from checks import ROOT, check, run, verdict
+
+sys.path.insert(0, os.path.join(ROOT, "python"))
+CAPTURE = os.path.join(ROOT, "python", "swapadvisor-capture")
+SLOW_LINK = os.path.join(ROOT, "bench", "v100-slow-link.json")
+
+try:
+    import torch  # noqa: F401
+except ImportError:
+    print("SKIP: this Python has no torch (apt-get install python3-torch python3-torchvision)")
+    sys.exit(77)
+
+from swapadvisor_capture.capture import read_json_gz  # noqa: E402
+
+def must(cmd, what):
+    r = run(cmd)
+    if r.returncode != 0 and "built without libtorch" in r.stderr:
+        print("SKIP: " + r.stderr.strip())
+        raise SystemExit(77)
+    if r.returncode != 0:
+        print(r.stdout, r.stderr)
+        raise SystemExit(f"{what} failed with status {r.returncode}: {' '.join(cmd)}")
+    return r.stdout
+
+
+def capture(entry, prefix, extra=()):
+    return json.loads(must([sys.executable, CAPTURE, entry, "-o", prefix, "--json", *extra],
+                           f"capture of {entry}"))
+
+
+def random_types(doc, key):
+    return sorted({o[key].split(".")[0] for o in doc["ops"] if o.get("random")})
+
+
+def check_random_marks(cli, tmp):
+    entry = "tests/capture/entries/random_ops.py"
+    prefix = os.path.join(tmp, "random_ops")
+    summary = capture(entry, prefix)
+    want = ["aten::bernoulli_", "aten::native_dropout", "aten::randn_like"]
+    check(sorted(k.split(".")[0] for k in summary["random_ops"]) == want,
+          f"the summary counts the random ops: {summary['random_ops']}")
+    g = read_json_gz(prefix + ".graph.json.gz")
+    x = read_json_gz(prefix + ".exec.json.gz")
+    check(random_types(g, "type") == want, f"graph ops marked random: {random_types(g, 'type')}")
+    check(random_types(x, "op") == want, f"exec ops marked random: {random_types(x, 'op')}")
+    check(g.get("minor_version") == 1, "a graph with random ops is format 1.1")
+    check(x.get("rng") == {"seed": 0}, f"the exec file records the seed: {x.get('rng')}")
+    r = run([cli, "stats", prefix + ".graph.json.gz", "--json"])
+    check(r.returncode == 0, f"the C++ reader accepts the graph: {r.stderr.strip()[:300]}")
+    # Seeded alike, the replay draws what eager PyTorch draws.
+    replay = must([sys.executable, CAPTURE, "replay", prefix, "--iterations", "3"], "replay")
+    eager = json.loads(must([sys.executable, CAPTURE, "eager", entry, "--iterations", "3",
+                             "--json"], "eager"))
+    got = [float(line.split()[-1]) for line in replay.splitlines() if "loss" in line]
+    print(f"  replay losses {got}\n  eager losses  {eager['losses']}")
+    check(got == eager["losses"], "the replay's losses are eager's, bit for bit")
+    check(got[0] == summary["loss"], "the first is the captured loss")
+
+
+def plan_recomputing_random(cli, graph, plan, g):
+    """Plans until a plan recomputes a random op (the search decides; a few
+    seeds, each deterministic); returns its recompute steps."""
+    for seed in (1, 2, 3, 4):
+        must([cli, "plan", graph, "--device", SLOW_LINK, "--memory-fraction", "0.3",
+              "--evaluations", "400", "--threads", "1", "--seed", str(seed), "--quiet",
+              "-o", plan], "plan")
+        steps = [s[1] for s in read_json_gz(plan)["steps"] if s[0] == "recompute"]
+        random = [o for o in steps if g["ops"][o].get("random")]
+        print(f"  plan seed {seed}: {len(steps)} recompute steps, {len(random)} of random ops")
+        if random:
+            return steps, random
+    check(False, "no plan recomputes a random op")
+    return [], []
+
+
+def train(cli, graph, plan, values_out, exec_path=None):
+    cmd = [cli, "run", graph, plan, "--kernels", "aten", "--iterations", "3", "--json",
+           "--save-values", values_out]
+    if exec_path:
+        cmd += ["--exec", exec_path, "--values", graph.replace(".graph.json.gz", ".values.bin")]
+    return run(cmd)
+
+
+def check_dropout_recompute(cli, tmp):
+    from swapadvisor_capture.reference import eager_train, rel_error, tensors_by_name
+    entry = "examples/transformer_lm.py"
+    prefix = os.path.join(tmp, "tlm")
+    capture(entry, prefix, ["--entry-arg", "dropout=0.1"])
+    graph = prefix + ".graph.json.gz"
+    g = read_json_gz(graph)
+    steps, random = plan_recomputing_random(cli, graph, prefix + ".plan.json", g)
+    if not random:
+        return
+    r = train(cli, graph, prefix + ".plan.json", prefix + ".run.bin")
+    if r.returncode != 0 and "built without libtorch" in r.stderr:
+        print("SKIP: " + r.stderr.strip())
+        raise SystemExit(77)
+    if not check(r.returncode == 0, f"run --kernels aten: {r.stderr.strip()[:400]}"):
+        return
+    rj = json.loads(r.stdout)
+    check(rj["aten"]["ops_recomputed"] == 3 * len(steps) and
+          rj["aten"]["random_replays"] == 3 * len(random),
+          f"every recompute step ran, the random ones replayed: {rj['aten']}")
+
+    # The swap-only plan: the same draws, the same training, bit for bit.
+    must([cli, "plan", graph, "--device", SLOW_LINK, "--memory-fraction", "0.3",
+          "--evaluations", "400", "--threads", "1", "--no-recompute", "--quiet",
+          "-o", prefix + ".swap.json"], "plan --no-recompute")
+    s = train(cli, graph, prefix + ".swap.json", prefix + ".swap.bin")
+    if check(s.returncode == 0, f"run of the swap-only plan: {s.stderr.strip()[:400]}"):
+        sj = json.loads(s.stdout)
+        print(f"  losses {rj['losses']}\n  swap-only {sj['losses']}")
+        check(rj["losses"] == sj["losses"], "losses equal the swap-only plan's bit for bit")
+        with open(prefix + ".run.bin", "rb") as a, open(prefix + ".swap.bin", "rb") as b:
+            check(a.read() == b.read(), "final state equals the swap-only plan's bit for bit")
+
+    # Eager PyTorch, seeded as the capture.
+    losses, state = eager_train(os.path.join(ROOT, entry), 3, entry_args={"dropout": 0.1},
+                                initial=prefix + ".values.bin", graph=graph)
+    print(f"  eager {losses}")
+    check(all(abs(a - b) <= 1e-6 * abs(b) for a, b in zip(rj["losses"], losses)),
+          "losses equal eager's within 1e-6 (docs/capture.md)")
+    mine = tensors_by_name(prefix + ".run.bin", graph)
+    worst = max(rel_error(mine[n], state[n]) for n in mine if n in state)
+    check(worst <= 1e-5, f"final state within 1e-5 of eager's (worst {worst:g})")
+
+    # Unmarked, the random ops cannot be replayed: the run refuses.
+    x = read_json_gz(prefix + ".exec.json.gz")
+    for op in x["ops"]:
+        op.pop("random", None)
+    unmarked = prefix + ".unmarked.exec.json.gz"
+    with gzip.open(unmarked, "wt") as f:
+        json.dump(x, f)
+    u = train(cli, graph, prefix + ".plan.json", prefix + ".unmarked.bin", unmarked)
+    check(u.returncode == 1 and "does not mark it random" in u.stderr and
+          "aten::native_dropout" in u.stderr,
+          f"an unmarked random op's recompute is refused: {u.stderr.strip()[:400]}")
+    print(f"  unmarked: {u.stderr.strip()[:200]}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--case", required=True, choices=["random-marks", "dropout-recompute"])
+    ap.add_argument("--cli", required=True, help="the swapadvisor executable")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if a.case == "random-marks":
+            check_random_marks(a.cli, tmp)
+        else:
+            check_dropout_recompute(a.cli, tmp)
+    return verdict()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
