@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "baselines/checkpoint.h"
+#include "baselines/dtr.h"
+#include "baselines/run_planner.h"
 #include "baselines/saved_activations.h"
 #include "plan/swap_planner.h"
 #include "util/error.h"
@@ -52,37 +55,25 @@ Directives make_directives(const Problem& pb, std::span<const OpId> order, Rules
   return d;
 }
 
-bool has_backward(const Graph& g) {
-  for (const Op& op : g.ops)
-    if (op.phase == Phase::kBackward) return true;
-  return false;
-}
-
 }  // namespace
 
 std::vector<std::string> baseline_names() {
-  return {"ideal", "odswap", "vdnn", "swap-all", "tflms"};
+  return {"ideal", "odswap", "vdnn", "swap-all", "tflms", "checkpoint", "dtr"};
 }
 
 BaselinePlan plan_baseline(std::string_view name, const Problem& pb, Allocator allocator) {
   BaselinePlan r;
+  if (name == "checkpoint") return plan_checkpoint(pb, allocator).result;
+  if (name == "dtr") return plan_dtr(pb, allocator);
   const Graph& g = pb.graph;
   const auto order = program_order(g.num_ops());
   SwapPlanner planner(g, pb.sizes, pb.op_us, pb.device);
-  const bool arena = allocator == Allocator::kArena;
   PlannerOptions opt;
 
   if (name == "odswap") {
     opt.eviction = EvictionPolicy::kLru;
     opt.deadline_copy_order = false;  // Note [Copy order] is this project's, not the baseline's
-    PlanResult planned;
-    if (arena) {
-      planned = planner.plan_arena(order, pb.budget, pb.budget, opt, &r.plan);
-    } else {
-      Allocation a;
-      if (!default_allocation(g, pb.sizes, order, pb.budget, &a, &r.why)) return r;
-      planned = planner.plan(order, a, pb.budget, opt, &r.plan);
-    }
+    const PlanResult planned = plan_within_budget(planner, pb, order, allocator, opt, &r.plan);
     if (!planned.ok) {
       r.why = planned.why;
       r.plan = Plan();
@@ -107,18 +98,7 @@ BaselinePlan plan_baseline(std::string_view name, const Problem& pb, Allocator a
     }
     // Room for whatever the rules keep: the plan says how much that is.
     const Directives d = make_directives(pb, order, rules);
-    PlanResult planned;
-    if (arena) {
-      planned = planner.plan_arena(order, pb.budget, pb.budget, opt, &r.plan, &d);
-    } else {
-      Allocation a;
-      a.cls.resize(pb.sizes.num_sizes());
-      for (int i = 0; i < pb.sizes.num_sizes(); ++i)
-        a.cls[i] = i;
-      a.cnt.assign(pb.sizes.num_sizes(), 0);
-      planned = planner.plan(order, a, pb.budget, opt, &r.plan, &d);
-    }
-    SA_CHECK(planned.ok, "{} with room for everything: {}", name, planned.why);
+    plan_unbounded(planner, pb, order, allocator, opt, d, name, &r.plan);
     const int64_t need = r.plan.arena_bytes();
     if (rules == Rules::kNone) {
       r.plan.memory_budget = need;  // ideal: whatever it takes

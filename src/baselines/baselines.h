@@ -15,12 +15,25 @@
 //   tflms     TFLMS: saved activations only, parameters never swapped, each
 //             swap-in issued a fixed look-ahead (kTflmsLookahead ops) before
 //             its use
+//   checkpoint  segment checkpointing (Chen et al. 2016, torch.utils.
+//             checkpoint): the forward pass in k segments; activations saved
+//             inside a segment are dropped after their last forward use and
+//             recomputed when backward needs them, segment boundaries stay;
+//             the fastest k that fits (baselines/checkpoint.h)
+//   dtr       Dynamic Tensor Rematerialization (Kirisame et al. 2021): on
+//             demand, the activation with the smallest cost / (bytes x
+//             staleness) is dropped and recomputed when needed; nothing
+//             swapped (baselines/dtr.h)
 //
-// odswap plans within the budget with the default allocation (size classes)
-// or the whole budget as its capacity (planned offsets). The rule-based ones
-// (vdnn, swap-all, tflms) keep everything else on the device; their plan is
-// infeasible when what their rules keep exceeds the budget, which the result
-// says. All use the program order. methods/methods.h runs them by name.
+// odswap and dtr plan within the budget with the default allocation (size
+// classes) or the whole budget as their capacity (planned offsets). The
+// rule-based ones (vdnn, swap-all, tflms, checkpoint) keep everything else
+// on the device; their plan is infeasible when what their rules keep exceeds
+// the budget, which the result says. checkpoint and dtr recompute only what
+// the planner may (Note [Recomputation] in plan/swap_planner.h): never an op
+// that updates in place, nor one whose output is updated in place or whose
+// inputs have changed or died by then. All use the program order.
+// methods/methods.h runs them by name.
 
 #include <string>
 #include <string_view>
@@ -39,7 +52,7 @@ struct BaselinePlan {
   Plan plan;        // when feasible
 };
 
-// ideal, odswap, vdnn, swap-all, tflms.
+// ideal, odswap, vdnn, swap-all, tflms, checkpoint, dtr.
 std::vector<std::string> baseline_names();
 
 // Plans one baseline with the given allocator. Throws sa::Error for an

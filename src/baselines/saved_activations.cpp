@@ -28,6 +28,12 @@ std::vector<SavedActivation> saved_activations(const Graph& g, std::span<const O
   return out;
 }
 
+bool has_backward(const Graph& g) {
+  for (const Op& op : g.ops)
+    if (op.phase == Phase::kBackward) return true;
+  return false;
+}
+
 bool is_conv_or_matmul(const Op& op) {
   static constexpr std::array<std::string_view, 6> kKeys = {"conv",   "mm",     "matmul",
                                                             "linear", "einsum", "lstm"};

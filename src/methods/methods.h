@@ -24,7 +24,7 @@ namespace sa {
 
 struct MethodOptions {
   Allocator allocator = kDefaultAllocator;  // for the search and the baselines alike
-  SearchOptions search;                      // for "swapadvisor"
+  SearchOptions search;                     // for "swapadvisor"
 };
 
 struct MethodResult {
@@ -37,7 +37,8 @@ struct MethodResult {
   int64_t evaluations = 0;  // plans simulated (1 for the baselines)
 };
 
-// "swapadvisor", then the baselines: ideal, odswap, vdnn, swap-all, tflms.
+// "swapadvisor", then the baselines: ideal, odswap, vdnn, swap-all, tflms,
+// checkpoint, dtr.
 std::vector<std::string> method_names();
 
 // Plans and simulates (with a timeline) one method. Throws sa::Error for an

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "plan/copy_order.h"
+#include "plan/dtr_cost.h"
 #include "plan/packing.h"
 #include "plan/simulator.h"
 #include "util/error.h"
@@ -92,6 +93,16 @@ struct NoRoom {
   int position;
 };
 
+// Per class, its items (tensors and workspaces).
+std::vector<int32_t> item_counts(const SizeTable& sizes, std::span<const ClassId> cls) {
+  std::vector<int32_t> cnt(cls.empty() ? 0 : *std::max_element(cls.begin(), cls.end()) + 1, 0);
+  for (int32_t s : sizes.tensor_size)
+    ++cnt[cls[s]];
+  for (int32_t s : sizes.workspace_size)
+    if (s >= 0) ++cnt[cls[s]];
+  return cnt;
+}
+
 }  // namespace
 
 // One walk over the order (a pass) and everything it needs, kept between
@@ -158,6 +169,8 @@ class SwapPlanner::Pass {
   }
   int64_t victim_key(ItemId x) const;
   ItemId pick_victim(ItemId x, int i, bool swap_in) const;
+  ItemId pick_dtr_victim(ItemId x, int i) const;
+  bool dtr() const { return opt_.eviction == EvictionPolicy::kDtr; }
   void list_resident(ItemId x);
   void unlist_resident(ItemId x);
   StepId add_step(StepKind kind, int32_t subject, ObjectId obj, int32_t key_pos,
@@ -216,6 +229,7 @@ class SwapPlanner::Pass {
   std::vector<uint8_t> dropped_;          // dropped to be recomputed (Note [Recomputation])
   std::vector<uint8_t> has_host_;         // a swap-out wrote its current version to the host
   std::vector<ObjectId> recompute_objs_;  // the recompute steps' objects
+  std::unique_ptr<DtrCost> dtr_cost_;     // EvictionPolicy::kDtr: what is dropped
   struct Passing {  // a recompute's output or workspace that only passes through
     ObjectId obj;
     ItemId item;
@@ -364,6 +378,8 @@ void SwapPlanner::Pass::bind_ops(std::span<const OpId> order, const PlannerOptio
   order_ = order;
   opt_ = opt;
   dir_ = directives;
+  SA_CHECK(!dtr() || opt.recompute, "EvictionPolicy::kDtr without PlannerOptions::recompute");
+  if (dtr() && !dtr_cost_) dtr_cost_ = std::make_unique<DtrCost>(g_, op_us_);
   // The op-time prefix and every item's uses in position order.
   prefix_.assign(m_ + 1, 0);
   for (int i = 0; i < m_; ++i)
@@ -594,6 +610,7 @@ void SwapPlanner::Pass::evict(ItemId v) {
   const bool recompute = needs_copy(v) && pinned_[v] != now_ && may_drop_to_recompute(v);
   const StepKind kind = needs_copy(v) && !recompute ? StepKind::kSwapOut : StepKind::kDrop;
   if (recompute) dropped_[v] = 1;
+  if (recompute && dtr()) dtr_cost_->evict(v);
   if (kind == StepKind::kSwapOut) has_host_[v] = 1;
   const int32_t key = last_pos_[v];
   const StepId step = add_step(kind, v, obj, key, {last_step_[v]});
@@ -697,6 +714,7 @@ StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
       tenancies_[obj].begin = when(i, StepKind::kCompute);
       tenancies_[obj].first = step;
     }
+    if (dtr()) dtr_cost_->restore(t);
     if (needed_later(t)) {
       obj_of_[t] = obj;
       dropped_[t] = 0;
@@ -747,6 +765,7 @@ StepId SwapPlanner::Pass::swap_in(ItemId x, ObjectId obj, int32_t key_pos, StepI
 // among those whose eviction leaves time for its copies when there are any
 // (ties: the larger item id, for determinism). -1 if none may go.
 ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) const {
+  if (dtr()) return pick_dtr_victim(x, i);
   ItemId best = -1, best_eligible = -1;
   int64_t best_key = 0, best_eligible_key = 0;
   for (ItemId v : residents_[class_[x]]) {
@@ -765,6 +784,25 @@ ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) const {
     }
   }
   return best_eligible >= 0 ? best_eligible : best;
+}
+
+// EvictionPolicy::kDtr: of the residents that may be dropped to be
+// recomputed, the one with the smallest DTR score (Note [DTR heuristic]),
+// staleness counted in op time from the start of its last access to
+// position i (ties: the larger item id). -1 if none may go.
+ItemId SwapPlanner::Pass::pick_dtr_victim(ItemId x, int i) const {
+  ItemId best = -1;
+  double best_h = 0;
+  for (ItemId v : residents_[class_[x]]) {
+    if (pinned_[v] == i || bytes_[v] == 0 || !may_drop_to_recompute(v)) continue;
+    const double h =
+        DtrCost::score(dtr_cost_->cost(v), bytes_[v], prefix_[i] - prefix_[last_pos_[v]]);
+    if (best < 0 || h < best_h || (h == best_h && v > best)) {
+      best = v;
+      best_h = h;
+    }
+  }
+  return best;
 }
 
 // Whether v's last use is long enough ago, in op time before position i,
@@ -1326,6 +1364,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
   host_key_.assign(items, -1);
   dropped_.assign(items, 0);
   has_host_.assign(items, 0);
+  if (dtr()) dtr_cost_->reset();
   recompute_objs_.clear();
   passing_.clear();
   listed_at_.assign(items, -1);
@@ -1422,6 +1461,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
       for (TensorId x : dir_->evict_after[i]) {
         const ObjectId obj = obj_of_[x];
         if (obj == kNoObject) continue;
+        if (dir_->drop_only && needs_copy(x) && !may_drop_to_recompute(x)) continue;
         evict(x);
         ring_push(class_[x], obj);
       }
@@ -1772,8 +1812,12 @@ PlanResult SwapPlanner::plan(std::span<const OpId> order, const Allocation& a, i
   try {
     if (unbounded) {
       // Measure what the rules need with room for everything, then plan with
-      // exactly that.
-      pass_->run_passes(demand_counts(pass_->graph(), pass_->sizes(), a.cls, order));
+      // exactly that. Recomputes take objects that the demand without them
+      // does not count (workspaces and dead outputs pass through until the
+      // op that needs them has run): then every item of a class may have one.
+      pass_->run_passes(options.recompute
+                            ? item_counts(pass_->sizes(), a.cls)
+                            : demand_counts(pass_->graph(), pass_->sizes(), a.cls, order));
       cnt = pass_->peak_in_use;
     }
     auto resident = pass_->run_passes(cnt);
@@ -1794,7 +1838,9 @@ PlanResult SwapPlanner::plan_arena(std::span<const OpId> order, int64_t capacity
            order.size(), pass_->num_ops());
   PlanResult r;
   const bool unbounded = directives && directives->unbounded;
-  if (!unbounded && options.layout == ArenaLayout::kPlaced) {
+  // Placing chooses windows as Belady would: DTR counts bytes (kPacked).
+  if (!unbounded && options.layout == ArenaLayout::kPlaced &&
+      options.eviction != EvictionPolicy::kDtr) {
     const int64_t cap = std::min(capacity, budget);
     if (!pass_->prepare_arena(order, cap, true, options, directives, &r.why)) return r;
     try {

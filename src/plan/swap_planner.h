@@ -114,6 +114,16 @@
 // Recompute steps run before the compute step of the op that needs them,
 // keyed at its position; the simulator charges their op time to the compute
 // stream. With recompute null the plans are exactly the swap-only ones.
+//
+// Two baselines recompute without swapping (baselines/checkpoint.h,
+// baselines/dtr.h). Directives::drop_only makes a directed eviction a drop
+// to be recomputed or nothing: a tensor that may not be dropped (above)
+// stays on the device rather than being copied out. EvictionPolicy::kDtr
+// evicts on demand only what may be dropped to be recomputed (never
+// persistent tensors, inputs, or transients whose producer may not run
+// again), the one with the smallest DTR score (Note [DTR heuristic] in
+// plan/dtr_cost.h); in the arena it counts bytes and packs afterwards
+// (ArenaLayout::kPacked), as DTR counts bytes against its budget.
 
 #include <memory>
 #include <optional>
@@ -130,7 +140,9 @@
 
 namespace sa {
 
-enum class EvictionPolicy : uint8_t { kBelady, kLru };
+// kDtr: drop-to-recompute only, by DTR's score (Note [Recomputation]); it
+// needs PlannerOptions::recompute.
+enum class EvictionPolicy : uint8_t { kBelady, kLru, kDtr };
 enum class ArenaLayout : uint8_t { kPlaced, kPacked };
 
 struct PlannerOptions {
@@ -177,6 +189,9 @@ struct Directives {
   // directives make necessary (nothing is evicted by the policy). The plan's
   // pool then says how much memory the rules need; it may exceed the budget.
   bool unbounded = false;
+  // evict_after only drops tensors to be recomputed; one that may not be
+  // (Note [Recomputation]) stays on the device instead of being copied out.
+  bool drop_only = false;
 };
 
 // What plan() and plan_arena() say besides the plan.

@@ -113,7 +113,7 @@ TEST(CliCompare, EveryMethodSideBySide) {
       EXPECT_FALSE(m["why"].get<std::string>().empty());
   }
   EXPECT_EQ(names, (std::vector<std::string>{"swapadvisor", "ideal", "odswap", "vdnn", "swap-all",
-                                             "tflms"}));
+                                             "tflms", "checkpoint", "dtr"}));
 }
 
 }  // namespace
