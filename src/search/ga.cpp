@@ -45,6 +45,9 @@ struct Candidate {
   // Note [Recompute genes]: per op, whether its outputs may be dropped and
   // recomputed (empty: never).
   std::vector<uint8_t> recompute;
+  // Note [Recompute genes]: evict by the DTR heuristic, dropping only what
+  // may be recomputed (EvictionPolicy::kDtr), instead of Belady's choice.
+  bool dtr = false;
   double time_us = kInf;
 };
 
@@ -71,6 +74,7 @@ struct Worker {
     const Problem& pb = ctx.pb;
     PlannerOptions o = ctx.opt.planner;
     if (!x.recompute.empty()) o.recompute = &x.recompute;
+    if (x.dtr && o.recompute) o.eviction = EvictionPolicy::kDtr;  // (packs in the arena)
     if (ctx.arena() && x.layout != Layout::kSlots) {
       o.layout = x.layout == Layout::kPacked ? ArenaLayout::kPacked : ArenaLayout::kPlaced;
       o.max_repairs = std::min(o.max_repairs, kPackedRepairs);
@@ -276,6 +280,15 @@ void Search::make_bases() {
       twin.recompute = ctx_.cheap;
       if (twin.layout != Layout::kPacked) bases_.push_back(std::move(twin));
     }
+    // And each order evicting as DTR does, every op that may run again
+    // allowed (the dtr baseline's plan in program order).
+    for (size_t b = 0; b < swap_only; ++b) {
+      if (bases_[b].layout != Layout::kPlaced) continue;
+      Candidate twin = bases_[b];
+      twin.recompute = ctx_.eligible;
+      twin.dtr = true;
+      bases_.push_back(std::move(twin));
+    }
   }
 }
 
@@ -305,6 +318,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
     w.sched.random_order(rng, &c.order);
     c.alloc = bases_[0].alloc;
     if (opt_.recompute) c.recompute = rng.chance(0.5) ? ctx_.cheap : std::vector<uint8_t>(m_, 0);
+    c.dtr = false;
     if (!ctx_.slots) {
       c.layout = Layout::kPlaced;
     } else if (opt_.seeded) {
@@ -322,6 +336,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   c.alloc = base.alloc;
   c.layout = base.layout;
   c.recompute = base.recompute;
+  c.dtr = base.dtr;
   if (k < static_cast<int>(bases_.size())) return;
   if (!c.recompute.empty() && rng.chance(0.5)) mutate_recompute(rng, c.recompute);
   if (c.layout == Layout::kPacked) c.layout = Layout::kPlaced;
@@ -368,6 +383,7 @@ void Search::make_child(Worker& w, int gen, int k, Candidate& c) {
   // Arena: one parent's layout (packed ones are seeds only: their children
   // are placed), switched now and then.
   c.layout = k % 2 == 0 ? p1.layout : p2.layout;
+  c.dtr = opt_.recompute && (k % 2 == 0 ? p1.dtr : p2.dtr);
   if (c.layout == Layout::kPacked) c.layout = Layout::kPlaced;
   if (ctx_.arena() && ctx_.slots && rng.chance(kLayoutFlip))
     c.layout = c.layout == Layout::kPlaced ? Layout::kSlots : Layout::kPlaced;
