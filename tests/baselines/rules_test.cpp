@@ -76,6 +76,14 @@ BaselinePlan plan(const char* name, const Chain& c, Allocator alloc) {
   return r;
 }
 
+// a_j goes out once and comes back once the op at position `after_pos` ran.
+void expect_round_trip(const testing::StepTally& t, const std::map<TensorId, int>& after,
+                       TensorId a, int after_pos, int j) {
+  EXPECT_EQ(std::count(t.swapped_out.begin(), t.swapped_out.end(), a), 1) << "a" << j;
+  ASSERT_TRUE(after.count(a)) << "a" << j;
+  EXPECT_EQ(after.at(a), after_pos) << "a" << j;
+}
+
 TEST(BaselineRules, SwapAllMovesEverySavedActivationAndFetchesItForItsBackwardOp) {
   const Chain c = conv_chain();
   for (Allocator alloc : kAllocators) {
@@ -84,10 +92,7 @@ TEST(BaselineRules, SwapAllMovesEverySavedActivationAndFetchesItForItsBackwardOp
     const auto t = testing::tally_steps(r.plan);
     const auto after = swap_in_after(r.plan);
     for (int j = 1; j <= kLayers; ++j) {
-      const TensorId a = c.a[j];
-      EXPECT_EQ(std::count(t.swapped_out.begin(), t.swapped_out.end(), a), 1) << "a" << j;
-      ASSERT_TRUE(after.count(a)) << "a" << j;
-      EXPECT_EQ(after.at(a), first_backward(j) - 1) << "a" << j;
+      expect_round_trip(t, after, c.a[j], first_backward(j) - 1, j);
     }
   }
 }
@@ -101,14 +106,11 @@ TEST(BaselineRules, VdnnOffloadsConvolutionInputsAndPrefetchesOneLayerAhead) {
     const auto after = swap_in_after(r.plan);
     // a1..a11 are read by a forward convolution (f2..f12); a12 is not.
     for (int j = 1; j < kLayers; ++j) {
-      const TensorId a = c.a[j];
-      EXPECT_EQ(std::count(t.swapped_out.begin(), t.swapped_out.end(), a), 1) << "a" << j;
       // Used by b_{j+1}; prefetched at the backward convolution before it,
       // b_{j+2} (two positions earlier), when that comes after a_j's
       // forward use: so once s_{j+3} (or f12, for a11) has run.
-      ASSERT_TRUE(after.count(a)) << "a" << j;
       const int prefetch = j + 1 < kLayers ? first_backward(j) - 2 : first_backward(j);
-      EXPECT_EQ(after.at(a), prefetch - 1) << "a" << j;
+      expect_round_trip(t, after, c.a[j], prefetch - 1, j);
     }
     EXPECT_EQ(std::count(t.swapped_out.begin(), t.swapped_out.end(), c.a[kLayers]), 0);
   }
@@ -122,11 +124,8 @@ TEST(BaselineRules, TflmsFetchesAFixedLookAheadAndNeverEvictsParameters) {
     const auto t = testing::tally_steps(r.plan);
     const auto after = swap_in_after(r.plan);
     for (int j = 1; j <= kLayers; ++j) {
-      const TensorId a = c.a[j];
-      EXPECT_EQ(std::count(t.swapped_out.begin(), t.swapped_out.end(), a), 1) << "a" << j;
-      ASSERT_TRUE(after.count(a)) << "a" << j;
       const int fetch = std::max(last_forward(j) + 1, first_backward(j) - kTflmsLookahead);
-      EXPECT_EQ(after.at(a), fetch - 1) << "a" << j;
+      expect_round_trip(t, after, c.a[j], fetch - 1, j);
     }
     // Parameters stay once on the device: each is swapped in at most once
     // (its first use) and never out before its update.
