@@ -95,8 +95,18 @@ _RANDOM = {
 _SEEDED_TAG = getattr(getattr(torch, "Tag", None), "nondeterministic_seeded", None)
 
 
-def draws_random(func, base):
-    """Whether the op draws from a random generator."""
+def draws_random(func, base, a=None):
+    """Whether the op draws from a random generator. a: its arguments by
+    name (normalize_args): a dropout probability of 0 (`p`, `dropout_p`) or
+    `train` false draws nothing (torch 2.x tags scaled dot-product attention
+    nondeterministic_seeded for its dropout_p, which examples leave at 0)."""
+    a = a or {}
+    if "dropout" in base or "attention" in base:  # (bernoulli_ with p 0 still draws)
+        for name in ("p", "dropout_p"):
+            if isinstance(a.get(name), (int, float)) and a[name] == 0:
+                return False
+        if a.get("train") is False:
+            return False
     if base in _RANDOM or base.rstrip("_") in _RANDOM:
         return True
     return _SEEDED_TAG is not None and _SEEDED_TAG in getattr(func, "tags", ())
@@ -330,7 +340,7 @@ class Recorder(TorchDispatchMode):
         rec.type = schema.name
         rec.phase = self.phase
         rec.module = self.module_stack[-1] if self.module_stack and self.phase == "forward" else ""
-        rec.random = draws_random(func, base)
+        rec.random = draws_random(func, base, a)
         if rec.random:
             self.random_ops[qualname] += 1
 
