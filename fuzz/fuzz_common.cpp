@@ -1,5 +1,9 @@
 #include "fuzz_common.h"
 
+#include <nlohmann/json.hpp>
+
+#include "util/json.h"
+
 namespace sa::fuzz {
 
 const std::string& data_dir() {
@@ -8,6 +12,17 @@ const std::string& data_dir() {
     return std::string(env && *env ? env : SA_FUZZ_DATA);
   }();
   return dir;
+}
+
+std::string graph_name(const std::string& text) {
+  try {
+    const nlohmann::json doc = parse_json(text, "fuzz");
+    const nlohmann::json* g = FieldReader::find(doc, "graph");
+    const nlohmann::json* n = g ? FieldReader::find(*g, "name") : nullptr;
+    if (n && n->is_string()) return n->get<std::string>();
+  } catch (const Error&) {
+  }
+  return "";
 }
 
 }  // namespace sa::fuzz

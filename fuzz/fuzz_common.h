@@ -55,8 +55,13 @@ void refused_or_read(F&& body) {
   }
 }
 
-// The graphs the exec and values targets check their input against, read
-// once: tests/data/capture's tiny captures.
+// The graphs the exec, values and plan targets check their input against, read
+// once: tests/data/capture's tiny captures (and tests/data/plans' mlp-3).
 const std::string& data_dir();
+
+// The graph a JSON input names ({"graph": {"name": ...}}), or "" when it
+// names none or is not JSON: which graph the exec and plan targets read it
+// against.
+std::string graph_name(const std::string& text);
 
 }  // namespace sa::fuzz

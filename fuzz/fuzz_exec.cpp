@@ -3,12 +3,9 @@
 // (tests/data/capture: tiny_mlp or tiny_cnn; tiny_mlp when it names
 // neither or is not JSON).
 
-#include <nlohmann/json.hpp>
-
 #include "fuzz_common.h"
 #include "graph/graph_io.h"
 #include "runtime/aten_program.h"
-#include "util/json.h"
 
 namespace {
 
@@ -25,15 +22,7 @@ const sa::Graph& graph(const std::string& name) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sa::fuzz::refused_or_read([&] {
     const std::string text = sa::fuzz::input(data, size);
-    std::string name;
-    try {
-      const nlohmann::json doc = sa::parse_json(text, "fuzz");
-      const nlohmann::json* g = sa::FieldReader::find(doc, "graph");
-      const nlohmann::json* n = g ? sa::FieldReader::find(*g, "name") : nullptr;
-      if (n && n->is_string()) name = n->get<std::string>();
-    } catch (const sa::Error&) {
-    }
-    (void)sa::runtime::parse_aten_program(text, "fuzz", graph(name));
+    (void)sa::runtime::parse_aten_program(text, "fuzz", graph(sa::fuzz::graph_name(text)));
   });
   return 0;
 }

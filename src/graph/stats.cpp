@@ -15,28 +15,27 @@ int64_t persistent_bytes(const Graph& g) {
   return sum;
 }
 
-std::vector<int64_t> live_bytes_profile(const Graph& g, std::span<const OpId> order) {
+std::vector<LiveInterval> live_intervals(const Graph& g, std::span<const OpId> order) {
   const int m = g.num_ops();
   SA_CHECK(static_cast<int>(order.size()) == m, "order has {} ops, graph {}", order.size(), m);
-  std::vector<int32_t> pos(m);
+  std::vector<LiveInterval> live(g.num_tensors());
   for (int i = 0; i < m; ++i)
-    pos[order[i]] = i;
-  // Per transient tensor: [first position, last position] of its accesses,
-  // added to a difference array.
-  const int n = g.num_tensors();
-  std::vector<int32_t> first(n, -1), last(n, -1);
-  for (OpId o = 0; o < m; ++o) {
-    const int p = pos[o];
-    for_each_access(g.ops[o], [&](TensorId t, Access) {
-      if (first[t] < 0 || p < first[t]) first[t] = p;
-      last[t] = std::max(last[t], p);
+    for_each_access(g.ops[order[i]], [&](TensorId t, Access) {
+      if (live[t].first < 0) live[t].first = i;
+      live[t].last = i;
     });
-  }
+  return live;
+}
+
+std::vector<int64_t> live_bytes_profile(const Graph& g, std::span<const OpId> order) {
+  const int m = g.num_ops();
+  // Each transient's interval, added to a difference array.
+  const std::vector<LiveInterval> interval = live_intervals(g, order);
   std::vector<int64_t> diff(m + 1, 0);
-  for (TensorId t = 0; t < n; ++t) {
-    if (!is_transient(g.tensors[t].kind) || first[t] < 0) continue;
-    diff[first[t]] += g.tensors[t].bytes;
-    diff[last[t] + 1] -= g.tensors[t].bytes;
+  for (TensorId t = 0; t < g.num_tensors(); ++t) {
+    if (!is_transient(g.tensors[t].kind) || !interval[t].accessed()) continue;
+    diff[interval[t].first] += g.tensors[t].bytes;
+    diff[interval[t].last + 1] -= g.tensors[t].bytes;
   }
   const int64_t base = persistent_bytes(g);
   std::vector<int64_t> live(m);

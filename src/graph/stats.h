@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "graph/graph.h"
 
@@ -11,6 +12,20 @@ namespace sa {
 
 // Sum of bytes over param, buffer, optimizer_state and input tensors.
 int64_t persistent_bytes(const Graph& g);
+
+// Where a tensor is accessed in an order: the positions (indices into the
+// order) of the first and the last op that touches it (creates, reads or
+// updates it); both -1 when no op does. A transient lives from first (its
+// creation) to last (its last use).
+struct LiveInterval {
+  int32_t first = -1;
+  int32_t last = -1;
+  bool accessed() const { return first >= 0; }
+};
+
+// Every tensor's interval in order, indexed by TensorId. REQUIRES: order is
+// a permutation of the ops.
+std::vector<LiveInterval> live_intervals(const Graph& g, std::span<const OpId> order);
 
 // Live bytes at every position of order: persistent bytes + every transient
 // tensor created at or before the position and last accessed at or after it

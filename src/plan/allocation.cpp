@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "graph/stats.h"
 #include "util/error.h"
 #include "util/units.h"
 
@@ -96,13 +97,7 @@ std::vector<int32_t> demand_counts(const Graph& g, const SizeTable& t, std::span
     pos[order[i]] = i;
   // Live interval of each transient tensor: [creation, last access]; the
   // workspace of op o: [pos(o), pos(o)]. Sweep the events in position order.
-  std::vector<int32_t> first(g.num_tensors(), -1), last(g.num_tensors(), -1);
-  for (OpId o = 0; o < m; ++o)
-    for_each_access(g.ops[o], [&](TensorId x, Access) {
-      const int p = pos[o];
-      if (first[x] < 0 || p < first[x]) first[x] = p;
-      last[x] = std::max(last[x], p);
-    });
+  const std::vector<LiveInterval> live_at = live_intervals(g, order);
   struct Event {
     int32_t pos;
     int32_t delta;  // +1 at start, -1 after end
@@ -114,9 +109,9 @@ std::vector<int32_t> demand_counts(const Graph& g, const SizeTable& t, std::span
     const ClassId c = cls[t.tensor_size[x]];
     if (!is_transient(g.tensors[x].kind)) {
       ++live[c];  // live throughout
-    } else if (first[x] >= 0) {
-      events.push_back({first[x], +1, c});
-      events.push_back({last[x] + 1, -1, c});
+    } else if (live_at[x].accessed()) {
+      events.push_back({live_at[x].first, +1, c});
+      events.push_back({live_at[x].last + 1, -1, c});
     }
   }
   for (OpId o = 0; o < m; ++o)

@@ -3,37 +3,29 @@
 #include <algorithm>
 #include <vector>
 
-#include "util/error.h"
+#include "graph/stats.h"
 
 namespace sa {
 
 TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<const double> op_us,
                      const DeviceProfile& d, int64_t budget) {
   const int m = g.num_ops();
-  SA_CHECK(static_cast<int>(order.size()) == m, "order has {} ops, graph {}", order.size(), m);
   TimeBound b;
   for (double t : op_us)
     b.compute_us += t;
-  std::vector<int32_t> pos(m);
-  for (int i = 0; i < m; ++i)
-    pos[order[i]] = i;
   // Transient live intervals [creation, last access] as a difference array.
-  std::vector<int32_t> first(g.num_tensors(), -1), last(g.num_tensors(), -1);
-  for (OpId o = 0; o < m; ++o)
-    for_each_access(g.ops[o], [&](TensorId x, Access) {
-      if (first[x] < 0 || pos[o] < first[x]) first[x] = pos[o];
-      last[x] = std::max(last[x], pos[o]);
-    });
+  const std::vector<LiveInterval> live_at = live_intervals(g, order);
   std::vector<int64_t> diff(m + 1, 0);
   // Persistent bytes accessed after position i: suffix sums by last access.
   std::vector<int64_t> persistent_last(m + 1, 0);
   for (TensorId x = 0; x < g.num_tensors(); ++x) {
-    if (first[x] < 0) continue;
+    const LiveInterval& v = live_at[x];
+    if (!v.accessed()) continue;
     if (is_transient(g.tensors[x].kind)) {
-      diff[first[x]] += g.tensors[x].bytes;
-      diff[last[x] + 1] -= g.tensors[x].bytes;
+      diff[v.first] += g.tensors[x].bytes;
+      diff[v.last + 1] -= g.tensors[x].bytes;
     } else {
-      persistent_last[last[x]] += g.tensors[x].bytes;
+      persistent_last[v.last] += g.tensors[x].bytes;
     }
   }
   std::vector<int64_t> persistent_after(m + 1, 0);  // accessed at a position > i
@@ -50,7 +42,7 @@ TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<cons
     for_each_access(op, [&](TensorId x, Access) {
       if (is_transient(g.tensors[x].kind)) return;
       touched_persistent += g.tensors[x].bytes;
-      if (last[x] > i) touched_later += g.tensors[x].bytes;
+      if (live_at[x].last > i) touched_later += g.tensors[x].bytes;
     });
     const double op_time = op_us[order[i]];
     const double after_us = b.compute_us - before_us - op_time;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "util/checked.h"
 #include "util/error.h"
 #include "util/file_io.h"
 #include "util/json.h"
@@ -122,6 +123,15 @@ class PlanReader {
       if (objects > max_objects)
         fail("pool.class_count",
              fmt::format("{} objects, more than this plan could use ({})", objects, max_objects));
+      // Laid out one after the other, the objects must end within 2^63 - 1
+      // bytes (their offsets would overflow); the verifier compares the pool
+      // with the budget.
+      int64_t bytes = 0;
+      for (int64_t c = 0; c < nc; ++c) {
+        const auto end = checked_mul_add(p.pool.class_bytes[c], p.pool.class_count[c], bytes);
+        if (!end) fail("pool", "its objects take more than 2^63 - 1 bytes");
+        bytes = *end;
+      }
       p.layout_pool();
       p.tensor_class = ints<ClassId>(field(doc, "", "tensor_class"), "tensor_class", n, 0, nc - 1);
       p.workspace_class =

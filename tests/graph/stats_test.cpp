@@ -47,6 +47,28 @@ TEST(Stats, UnreadTensorLiveAtCreatorOnly) {
   EXPECT_EQ(live_bytes_profile(b.g, std::vector<OpId>{1, 0}), (std::vector<int64_t>{5, 50}));
 }
 
+// live_intervals: positions in the order (any permutation), not op ids;
+// persistent tensors too; a tensor no op touches has none. The plan tests'
+// graph (test_util.h) and an unused buffer u:
+//   op0 fwd: a = f(x, w)   op1 mid: b = g(a)   op2 bwd: gw = h(b, a)   op3 sgd: w -= gw
+TEST(Stats, LiveIntervalsByHand) {
+  Graph g = testing::fwd_mid_bwd_sgd_graph();
+  g.tensors.push_back({8, TensorKind::kBuffer, "u", {}, {}});
+  auto pairs = [&](std::vector<OpId> order) {
+    std::vector<std::pair<int32_t, int32_t>> out;
+    for (const LiveInterval& v : live_intervals(g, order))
+      out.push_back({v.first, v.last});
+    return out;
+  };
+  using P = std::vector<std::pair<int32_t, int32_t>>;
+  //                         w       x       a       b       gw      u
+  EXPECT_EQ(pairs({0, 1, 2, 3}), (P{{0, 3}, {0, 0}, {0, 2}, {1, 2}, {2, 3}, {-1, -1}}));
+  // Reversed: op3 at position 0, op0 at 3.
+  EXPECT_EQ(pairs({3, 2, 1, 0}), (P{{0, 3}, {3, 3}, {1, 3}, {1, 2}, {0, 1}, {-1, -1}}));
+  EXPECT_TRUE(live_intervals(g, std::vector<OpId>{0, 1, 2, 3})[1].accessed());
+  EXPECT_FALSE(live_intervals(g, std::vector<OpId>{0, 1, 2, 3})[5].accessed());
+}
+
 // Reference implementation straight from docs/graph-format.md, quadratic.
 int64_t naive_peak(const Graph& g) {
   int64_t base = 0;

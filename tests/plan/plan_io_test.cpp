@@ -1,4 +1,8 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
 
 #include "baselines/baselines.h"
 #include "cost/device.h"
@@ -117,6 +121,65 @@ TEST(PlanIo, RefusesMoreObjectsThanThePlanCanName) {
                                    "use"),
             std::string::npos)
       << error_of(g, text);
+}
+
+// A pool whose objects end past 2^63 - 1 bytes is refused before it is laid
+// out (the offsets overflowed: undefined behaviour, found while adding the
+// plan fuzzer; the input is fuzz/corpus/plan/pool-bytes-overflow.json).
+TEST(PlanIo, RefusesAPoolWhoseBytesOverflow) {
+  const Graph g = read_graph(testing::data_path("plans/mlp3.graph.json"));
+  // mlp3.v1's pool with count objects of 2^50 bytes in its last class, and
+  // 6,000 more (malformed) steps, so that the reader allows that many objects.
+  auto with_pool = [](int count) {
+    std::string text = read_file(testing::data_path("plans/mlp3.v1.plan.json"));
+    const std::string pool =
+        "{\"class_bytes\":[4,32,40,160,256,1024,2560,16384],"
+        "\"class_count\":[3,1,3,3,9,6,3,3]}";
+    text.replace(text.find(pool), pool.size(),
+                 fmt::format("{{\"class_bytes\":[4,32,40,160,256,1024,2560,{}],"
+                             "\"class_count\":[3,1,3,3,9,6,3,{}]}}",
+                             int64_t{1} << 50, count));
+    std::string steps;
+    for (int i = 0; i < 6000; ++i)
+      steps += "0,";
+    text.insert(text.find("\"steps\":[") + 9, steps);
+    return text;
+  };
+  EXPECT_EQ(error_of(g, with_pool(8192)),
+            "p.json: pool: its objects take more than 2^63 - 1 bytes");
+  // 8191 objects end 2^50 - 16,772 bytes short of 2^63: the pool reads (and
+  // the reader goes on to the steps).
+  EXPECT_EQ(error_of(g, with_pool(8191)),
+            "p.json: steps[0]: expected [kind, subject, (object,) [waits]]");
+}
+
+// The plan fuzzer's seeds (fuzz/corpus/plan, made by `swapadvisor plan`;
+// docs/fuzzing.md) still read and verify against the graphs it reads them
+// against: a seed the reader refuses (a changed graph or fingerprint) would
+// leave fuzz_plan mutating refused input.
+TEST(PlanIo, FuzzSeedPlansVerify) {
+  const std::filesystem::path dir = std::filesystem::path(SA_TEST_DATA) / "../../fuzz/corpus/plan";
+  const Graph graphs[] = {read_graph(testing::data_path("plans/mlp3.graph.json")),
+                          read_graph(testing::data_path("capture/tiny_mlp.graph.json.gz")),
+                          read_graph(testing::data_path("capture/tiny_cnn.graph.json.gz"))};
+  int seeds = 0, recomputes = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string path = entry.path().string();
+    if (!path.ends_with(".plan.json")) continue;  // the others found bugs
+    SCOPED_TRACE(path);
+    const std::string text = read_file(path);
+    const Graph* g = &graphs[0];  // fuzz_plan's choice: the graph the plan names, else mlp-3
+    for (const Graph& other : graphs)
+      if (text.find("\"name\":\"" + other.name + "\"") != std::string::npos) g = &other;
+    const Plan p = parse_plan(*g, text, path);
+    const VerifyResult v = verify_plan(*g, p);
+    EXPECT_TRUE(v.ok) << v.violation;
+    ++seeds;
+    recomputes += std::count_if(p.steps.begin(), p.steps.end(),
+                                [](const Step& s) { return s.kind == StepKind::kRecompute; });
+  }
+  EXPECT_GE(seeds, 5);
+  EXPECT_GE(recomputes, 1);
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // Tests of the plan verifier (plan/verify.h): hand-built plans that each break
-// one rule, with the expected message; property tests that every plan the
-// swap planner and the baselines make verifies; and random mutations of valid
-// plans, each one that surely breaks a rule, that must be rejected.
+// one rule, with the expected message; a large plan verified against the
+// clock; and random mutations of valid plans (made by the swap planner,
+// planner_cases.h), each one that surely breaks a rule, that must be
+// rejected. The planners' own property tests, that every plan they make
+// verifies, are in planner_property_test.cpp and planner_regression_test.cpp.
 //
 // The random tests print their seed; rerun with SA_TEST_SEED=<seed> to
 // reproduce a failure.
@@ -12,24 +14,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <iostream>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "baselines/baselines.h"
 #include "cost/device.h"
 #include "cost/op_cost.h"
-#include "graph/dataflow.h"
 #include "graph/stats.h"
 #include "graph/validate.h"
 #include "plan/allocation.h"
-#include "plan/bounds.h"
-#include "plan/problem.h"
-#include "plan/simulator.h"
 #include "plan/swap_planner.h"
 #include "plan/verify.h"
+#include "planner_cases.h"
 #include "random_graph.h"
 #include "test_util.h"
 
@@ -37,19 +34,14 @@ namespace sa {
 namespace {
 
 using testing::GraphBuilder;
+using testing::min_feasible_budget;
+using testing::plan_and_verify;
+using testing::PlannedCase;
+using testing::Tally;
+using testing::test_seed;
 
 // ---------------------------------------------------------------------------
 // Helpers
-
-uint64_t test_seed() {
-  static const uint64_t seed = [] {
-    const char* env = std::getenv("SA_TEST_SEED");
-    const uint64_t s = env && *env ? std::strtoull(env, nullptr, 0) : 20260412;
-    std::cout << "[ verify_test ] SA_TEST_SEED=" << s << "\n";
-    return s;
-  }();
-  return seed;
-}
 
 // Appends a step with the given waits.
 StepId add(Plan& p, StepKind kind, int32_t subject, ObjectId obj, std::vector<StepId> waits) {
@@ -659,245 +651,6 @@ TEST(Verify, SteadyStateStartsWithStaleHostCopies) {
   }
 }
 
-// ---------------------------------------------------------------------------
-// Random graphs, orders and budgets.
-
-DeviceProfile slow_link() {  // 1 byte per microsecond: copies matter
-  DeviceProfile d;
-  d.name = "slow-link";
-  d.h2d_gbps = 0.001;
-  d.d2h_gbps = 0.001;
-  d.duplex_gbps = 0.0015;
-  d.launch_overhead_us = 1;
-  return d;
-}
-
-// A random topological order: Kahn's algorithm with a random ready op.
-std::vector<OpId> random_order(const Dataflow& df, std::mt19937_64& rng) {
-  const int m = df.num_ops();
-  std::vector<int> missing(m);
-  std::vector<OpId> ready, order;
-  for (OpId o = 0; o < m; ++o) {
-    missing[o] = static_cast<int>(df.preds(o).size());
-    if (missing[o] == 0) ready.push_back(o);
-  }
-  while (!ready.empty()) {
-    const size_t i = rng() % ready.size();
-    const OpId o = ready[i];
-    ready[i] = ready.back();
-    ready.pop_back();
-    order.push_back(o);
-    for (OpId s : df.succs(o))
-      if (--missing[s] == 0) ready.push_back(s);
-  }
-  return order;
-}
-
-// The smallest budget default_allocation accepts: the minimum counts of one
-// class per size.
-int64_t min_feasible_budget(const Graph& g, const SizeTable& t) {
-  std::vector<ClassId> cls(t.num_sizes());
-  for (int i = 0; i < t.num_sizes(); ++i)
-    cls[i] = i;
-  const auto cnt = min_counts(g, t, cls);
-  const auto bytes = class_bytes(t, cls);
-  int64_t sum = 0;
-  for (size_t c = 0; c < cnt.size(); ++c)
-    sum += cnt[c] * bytes[c];
-  return std::max(sum, min_budget(g));
-}
-
-struct PlannedCase {
-  std::string label;  // how to reproduce it
-  Plan plan;
-};
-
-struct Tally {
-  int planned = 0;
-  int failures = 0;
-  int recompute_steps = 0;  // in the plans with recompute genes
-  void print(const char* what, uint64_t seed) const {
-    std::cout << "[ verify_test ] " << what << " (seed " << seed << "): " << planned << " plans, "
-              << planned - failures << " verified, " << recompute_steps << " recompute steps\n";
-  }
-};
-
-// Verifies p; a violation is a test failure that names the case.
-bool verify_case(const Graph& g, const Plan& p, const std::string& what, Tally* tally) {
-  ++tally->planned;
-  const VerifyResult r = verify_plan(g, p);
-  if (r.ok) return true;
-  ++tally->failures;
-  ADD_FAILURE() << what << ": " << r.violation;
-  return false;
-}
-
-// Plans graph g (made with `label`) with a random order and budget and every
-// eviction policy, steady-state setting and copy order; every plan must verify and
-// simulate. Appends some of the verified plans to *out when given.
-void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& rng,
-                     std::vector<PlannedCase>* out, Tally* tally) {
-  const Dataflow df(g);
-  const SizeTable t = make_size_table(g);
-  const DeviceProfile dev = rng() % 2 ? slow_link() : load_device("v100-16gb");
-  const std::vector<double> op_us = op_times_us(g, dev);
-  SwapPlanner planner(g, t, op_us, dev);
-  Simulator sim;
-  const int64_t lo = min_feasible_budget(g, t);
-  for (int which = 0; which < 2; ++which) {
-    const std::vector<OpId> order = which == 0 ? program_order(g.num_ops()) : random_order(df, rng);
-    const int64_t hi = std::max(lo, peak_live_bytes(g, order));
-    for (int k = 0; k < 2; ++k) {
-      const int64_t budget =
-          k == 0 ? lo + static_cast<int64_t>(rng() % (hi - lo + 1)) : lo + (hi - lo) / 8;
-      Allocation a;
-      std::string why;
-      ASSERT_TRUE(default_allocation(g, t, order, budget, &a, &why)) << label << ": " << why;
-      for (EvictionPolicy ev : {EvictionPolicy::kBelady, EvictionPolicy::kLru}) {
-        for (int variant = 0; variant < 4; ++variant) {
-          const bool steady = variant < 2;
-          PlannerOptions opt;
-          opt.eviction = ev;
-          opt.steady_state = steady;
-          opt.deadline_copy_order = variant % 2 == 0;
-          // Half the variants recompute: random genes (Note [Recompute genes]).
-          std::vector<uint8_t> genes(g.num_ops());
-          for (auto& x : genes)
-            x = static_cast<uint8_t>(rng() % 2);
-          if (variant == 0 || variant == 3) opt.recompute = &genes;
-          for (Allocator alloc : {Allocator::kSizeClass, Allocator::kArena}) {
-            Plan p;
-            const std::string what = fmt::format(
-                "{}, {} order, budget {} (min {}, peak {}), {}, steady_state {}, {} copy order, "
-                "{}, {}, {}",
-                label, which == 0 ? "program" : "random", budget, lo, hi,
-                ev == EvictionPolicy::kBelady ? "belady" : "lru", steady,
-                opt.deadline_copy_order ? "deadline" : "release", dev.name, to_string(alloc),
-                opt.recompute ? "recompute" : "swap only");
-            const PlanResult planned = alloc == Allocator::kArena
-                                           ? planner.plan_arena(order, budget, budget, opt, &p)
-                                           : planner.plan(order, a, budget, opt, &p);
-            if (!planned.ok && (alloc == Allocator::kArena || opt.recompute)) {
-              // Only a packing that stays above the budget, or recomputing more
-              // than fits, may refuse.
-              EXPECT_TRUE(planned.why.find("packed offsets") != std::string::npos ||
-                          (opt.recompute &&
-                           planned.why.find("no memory to recompute") != std::string::npos))
-                  << what << ": " << planned.why;
-              continue;
-            }
-            if (opt.recompute) tally->recompute_steps += plan_traffic(g, p).recomputes;
-            ASSERT_TRUE(planned.ok) << what << ": " << planned.why;
-            if (alloc == Allocator::kArena) {
-              EXPECT_LE(p.arena_bytes(), budget) << what;
-              EXPECT_LE(planned.capacity, budget) << what;
-            }
-            if (!verify_case(g, p, what, tally)) continue;
-            const SimResult s = sim.run(g, p, op_us, dev);
-            EXPECT_TRUE(s.ok) << what << ": verified, but the simulator says: " << s.error;
-            // The simulation that chose the deadline order is the plan's.
-            if (planned.simulation) {
-              const SimResult* picked = &*planned.simulation;
-              EXPECT_TRUE(opt.deadline_copy_order) << what;
-              EXPECT_EQ(picked->iteration_us, s.iteration_us) << what;
-              EXPECT_EQ(picked->stall_us, s.stall_us) << what;
-              EXPECT_EQ(picked->swap_in_bytes, s.swap_in_bytes) << what;
-            }
-            // No plan beats the transfer bound of its order (Note [Transfer bound]).
-            const TimeBound tb = time_bound(g, p.order, op_us, dev, budget);
-            EXPECT_GE(s.iteration_us, tb.bound_us() * (1 - 1e-9))
-                << what << ": beats its lower bound (transfer " << tb.transfer_us << " us at op "
-                << tb.at_op << ", " << tb.off_device_bytes << " B in)";
-            if (out && rng() % 4 == 0) out->push_back({what, std::move(p)});
-          }
-        }
-      }
-    }
-  }
-}
-
-int graph_count() {
-  return 220;
-}
-
-TEST(VerifyProperty, RandomGraphsValidate) {
-  std::mt19937_64 rng(test_seed());
-  int shared_classes = 0, workspaces = 0, updates = 0;
-  for (int i = 0; i < 50; ++i) {
-    const Graph g = testing::random_graph(1 + static_cast<int>(rng() % 20), rng());
-    EXPECT_NO_THROW(validate_graph(g, g.name));
-    // Several tensors per size (so classes hold several), some workspaces,
-    // in-place updates of transients (relu_, gradient accumulation).
-    shared_classes += distinct_sizes(g) < g.num_tensors() / 2;
-    for (const Op& op : g.ops) {
-      workspaces += op.workspace_bytes > 0;
-      for (TensorId t : op.updates)
-        updates += is_transient(g.tensors[t].kind);
-    }
-  }
-  EXPECT_GE(shared_classes, 40);
-  EXPECT_GT(workspaces, 50);
-  EXPECT_GT(updates, 50);
-  // The same options give the same graph.
-  const Graph a = testing::random_graph(9, 77), b = testing::random_graph(9, 77);
-  ASSERT_EQ(a.num_ops(), b.num_ops());
-  ASSERT_EQ(a.num_tensors(), b.num_tensors());
-  for (int o = 0; o < a.num_ops(); ++o) {
-    EXPECT_EQ(a.ops[o].inputs, b.ops[o].inputs);
-    EXPECT_EQ(a.ops[o].updates, b.ops[o].updates);
-    EXPECT_EQ(a.ops[o].workspace_bytes, b.ops[o].workspace_bytes);
-  }
-}
-
-TEST(VerifyProperty, EveryPlannerPlanVerifies) {
-  const uint64_t seed = test_seed();
-  RecordProperty("seed", std::to_string(seed));
-  std::mt19937_64 rng(seed);
-  Tally tally;
-  for (int i = 0; i < graph_count() && tally.failures < 5; ++i) {
-    const int layers = 2 + static_cast<int>(rng() % 14);
-    const uint64_t gseed = rng();
-    const Graph g = testing::random_graph(layers, gseed);
-    validate_graph(g, g.name);
-    const std::string label = fmt::format("graph {} (random_graph({}, {}))", i, layers, gseed);
-    plan_and_verify(g, label, rng, nullptr, &tally);
-    if (HasFatalFailure()) return;
-  }
-  tally.print("swap planner on random graphs", seed);
-  EXPECT_EQ(tally.failures, 0);
-  EXPECT_GE(tally.planned, 200 * 16);
-  EXPECT_GT(tally.recompute_steps, 1000);  // the recompute variants do recompute
-}
-
-TEST(VerifyProperty, EveryBaselinePlanVerifies) {
-  const uint64_t seed = test_seed() + 1;
-  std::mt19937_64 rng(seed);
-  Tally tally;
-  for (int i = 0; i < 40; ++i) {
-    const int layers = 2 + static_cast<int>(rng() % 12);
-    const uint64_t gseed = rng();
-    const Graph g = testing::random_graph(layers, gseed);
-    const DeviceProfile dev = i % 2 ? slow_link() : load_device("v100-16gb");
-    const SizeTable t = make_size_table(g);
-    const int64_t lo = min_feasible_budget(g, t);
-    const int64_t hi = std::max(lo, peak_live_bytes(g));
-    const int64_t budget = lo + static_cast<int64_t>(rng() % (hi - lo + 1));
-    const Problem pb(g, dev, budget);
-    for (const std::string& name : baseline_names())
-      for (Allocator alloc : {Allocator::kSizeClass, Allocator::kArena}) {
-        const BaselinePlan r = plan_baseline(name, pb, alloc);
-        if (!r.feasible) continue;
-        verify_case(g, r.plan,
-                    fmt::format("{} on random_graph({}, {}), budget {}, {}, {}", name, layers,
-                                gseed, budget, dev.name, to_string(alloc)),
-                    &tally);
-      }
-  }
-  tally.print("baselines on random graphs", seed);
-  EXPECT_EQ(tally.failures, 0);
-  EXPECT_GT(tally.planned, 40);
-}
-
 // A 30,000-op plan verifies in well under a second (Release build).
 TEST(VerifyProperty, LargePlanVerifiesFast) {
   testing::RandomGraphOptions o;
@@ -930,114 +683,6 @@ TEST(VerifyProperty, LargePlanVerifiesFast) {
 #if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(ms, 1000);
 #endif
-}
-
-// ---------------------------------------------------------------------------
-// Regression tests of a planner bug the verifier found (fixed in a774581):
-// the planner placed a swap-in by the release of its object's previous tenant
-// only, ignoring the step that evicted the same tensor from its previous
-// object. Symptoms: (a) a swap-in that does not wait for the swap-out that
-// writes the host copy it reads (a race the simulator hid by timing); (b) a
-// swap-in issued before the drop that evicts the same tensor from another
-// object (the tensor in two objects at once).
-
-// random_graph(2, 820): two layers; mask1 (1 KiB) is created by fwd1 and read
-// by bwd1.
-Graph host_wait_graph() {
-  GraphBuilder b;
-  b.tensor(256, TensorKind::kInput, "data");                              // 0
-  b.tensor(256, TensorKind::kInput, "labels");                            // 1
-  b.tensor(1024, TensorKind::kParam, "layer1.weight");                    // 2
-  b.tensor(64, TensorKind::kActivation, "h1");                            // 3
-  b.tensor(1024, TensorKind::kActivation, "mask1");                       // 4
-  b.tensor(1024, TensorKind::kParam, "layer2.bias");                      // 5
-  b.tensor(64, TensorKind::kActivation, "h2");                            // 6
-  b.tensor(64, TensorKind::kActivation, "loss");                          // 7
-  b.tensor(64, TensorKind::kGradient, "grad_h2");                         // 8
-  b.tensor(64, TensorKind::kGradient, "grad_h1");                         // 9
-  b.tensor(1024, TensorKind::kGradient, "grad_layer1.weight");            // 10
-  b.tensor(1024, TensorKind::kGradient, "grad_layer2.bias");              // 11
-  b.tensor(1024, TensorKind::kOptimizerState, "layer1.weight.momentum");  // 12
-  b.tensor(1024, TensorKind::kOptimizerState, "layer2.bias.momentum");    // 13
-  b.op({0, 2}, {3, 4}, {}, 38, "fwd1");
-  b.g.ops.back().workspace_bytes = 256;
-  b.op({3, 2, 5}, {6}, {}, 29, "fwd2");
-  b.op({6, 1}, {7, 8}, {}, 25, "loss");
-  b.op({8, 3, 2}, {9, 10, 11}, {}, 49, "bwd2");
-  b.op({9, 0, 2, 4}, {}, {10}, 24, "bwd1");
-  b.op({10}, {}, {2, 12}, 36, "sgd1");
-  b.op({11}, {}, {5, 13}, 32, "sgd2");
-  validate_graph(b.g, "host_wait_graph");
-  return b.g;
-}
-
-// (a) Program order, budget 5140 B, LRU, no steady state, v100-16gb: mask1
-// is swapped out of one object after fwd1 and swapped into another (freed by
-// a drop of layer2.bias after fwd2); the swap-in must wait for the swap-out.
-TEST(PlannerRegression, SwapInWaitsForTheSwapOutThatWritesItsHostCopy) {
-  const Graph g = host_wait_graph();
-  const DeviceProfile dev = load_device("v100-16gb");
-  const SizeTable t = make_size_table(g);
-  const std::vector<double> op_us = op_times_us(g, dev);
-  const std::vector<OpId> order = program_order(g.num_ops());
-  Allocation a;
-  std::string why;
-  ASSERT_TRUE(default_allocation(g, t, order, 5140, &a, &why)) << why;
-  SwapPlanner planner(g, t, op_us, dev);
-  PlannerOptions opt;
-  opt.eviction = EvictionPolicy::kLru;
-  opt.steady_state = false;
-  Plan p;
-  const PlanResult planned = planner.plan(order, a, 5140, opt, &p);
-  ASSERT_TRUE(planned.ok) << planned.why;
-  const VerifyResult r = verify_plan(g, p);
-  EXPECT_TRUE(r.ok) << r.violation;
-}
-
-// random_graph(2, 223): data (an input) is read by fwd1 and, much later, by
-// bwd1.
-Graph double_residency_graph() {
-  GraphBuilder b;
-  b.tensor(256, TensorKind::kInput, "data");                             // 0
-  b.tensor(96, TensorKind::kInput, "labels");                            // 1
-  b.tensor(256, TensorKind::kParam, "layer1.weight");                    // 2
-  b.tensor(512, TensorKind::kActivation, "h1");                          // 3
-  b.tensor(128, TensorKind::kActivation, "h2");                          // 4
-  b.tensor(64, TensorKind::kActivation, "loss");                         // 5
-  b.tensor(128, TensorKind::kGradient, "grad_h2");                       // 6
-  b.tensor(512, TensorKind::kGradient, "grad_h1");                       // 7
-  b.tensor(256, TensorKind::kGradient, "grad_layer1.weight");            // 8
-  b.tensor(256, TensorKind::kOptimizerState, "layer1.weight.momentum");  // 9
-  b.op({0, 2}, {3}, {}, 35, "fwd1");
-  b.op({3, 2}, {4}, {}, 37, "fwd2");
-  b.op({4, 1}, {5, 6}, {}, 43, "loss");
-  b.op({6, 3, 2}, {7, 8}, {}, 19, "bwd2");
-  b.op({7, 0, 2}, {}, {8}, 48, "bwd1");
-  b.op({8}, {}, {2, 9}, 29, "sgd1");
-  b.g.ops.back().workspace_bytes = 128;
-  validate_graph(b.g, "double_residency_graph");
-  return b.g;
-}
-
-// (b) Program order, budget 2208 B, Belady, steady state, a 1 B/us link:
-// data is fetched into one object for fwd1, dropped after it and fetched into
-// another object (the one the momentum leaves at the start) for bwd1; that
-// fetch must come after the drop.
-TEST(PlannerRegression, NoSwapInOfATensorBeforeItsEviction) {
-  const Graph g = double_residency_graph();
-  const DeviceProfile dev = slow_link();
-  const SizeTable t = make_size_table(g);
-  const std::vector<double> op_us = op_times_us(g, dev);
-  const std::vector<OpId> order = program_order(g.num_ops());
-  Allocation a;
-  std::string why;
-  ASSERT_TRUE(default_allocation(g, t, order, 2208, &a, &why)) << why;
-  SwapPlanner planner(g, t, op_us, dev);
-  Plan p;
-  const PlanResult planned = planner.plan(order, a, 2208, {}, &p);
-  ASSERT_TRUE(planned.ok) << planned.why;
-  const VerifyResult r = verify_plan(g, p);
-  EXPECT_TRUE(r.ok) << r.violation;
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,132 @@
+// Regression tests of the swap planner: plans that once broke a rule of the
+// verifier (plan/verify.h).
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cost/device.h"
+#include "cost/op_cost.h"
+#include "graph/validate.h"
+#include "plan/allocation.h"
+#include "plan/swap_planner.h"
+#include "plan/verify.h"
+#include "planner_cases.h"
+#include "test_util.h"
+
+namespace sa {
+namespace {
+
+using testing::GraphBuilder;
+using testing::slow_link;
+
+// Regression tests of a planner bug the verifier found (fixed in a774581):
+// the planner placed a swap-in by the release of its object's previous tenant
+// only, ignoring the step that evicted the same tensor from its previous
+// object. Symptoms: (a) a swap-in that does not wait for the swap-out that
+// writes the host copy it reads (a race the simulator hid by timing); (b) a
+// swap-in issued before the drop that evicts the same tensor from another
+// object (the tensor in two objects at once).
+
+// random_graph(2, 820): two layers; mask1 (1 KiB) is created by fwd1 and read
+// by bwd1.
+Graph host_wait_graph() {
+  GraphBuilder b;
+  b.tensor(256, TensorKind::kInput, "data");                              // 0
+  b.tensor(256, TensorKind::kInput, "labels");                            // 1
+  b.tensor(1024, TensorKind::kParam, "layer1.weight");                    // 2
+  b.tensor(64, TensorKind::kActivation, "h1");                            // 3
+  b.tensor(1024, TensorKind::kActivation, "mask1");                       // 4
+  b.tensor(1024, TensorKind::kParam, "layer2.bias");                      // 5
+  b.tensor(64, TensorKind::kActivation, "h2");                            // 6
+  b.tensor(64, TensorKind::kActivation, "loss");                          // 7
+  b.tensor(64, TensorKind::kGradient, "grad_h2");                         // 8
+  b.tensor(64, TensorKind::kGradient, "grad_h1");                         // 9
+  b.tensor(1024, TensorKind::kGradient, "grad_layer1.weight");            // 10
+  b.tensor(1024, TensorKind::kGradient, "grad_layer2.bias");              // 11
+  b.tensor(1024, TensorKind::kOptimizerState, "layer1.weight.momentum");  // 12
+  b.tensor(1024, TensorKind::kOptimizerState, "layer2.bias.momentum");    // 13
+  b.op({0, 2}, {3, 4}, {}, 38, "fwd1");
+  b.g.ops.back().workspace_bytes = 256;
+  b.op({3, 2, 5}, {6}, {}, 29, "fwd2");
+  b.op({6, 1}, {7, 8}, {}, 25, "loss");
+  b.op({8, 3, 2}, {9, 10, 11}, {}, 49, "bwd2");
+  b.op({9, 0, 2, 4}, {}, {10}, 24, "bwd1");
+  b.op({10}, {}, {2, 12}, 36, "sgd1");
+  b.op({11}, {}, {5, 13}, 32, "sgd2");
+  validate_graph(b.g, "host_wait_graph");
+  return b.g;
+}
+
+// (a) Program order, budget 5140 B, LRU, no steady state, v100-16gb: mask1
+// is swapped out of one object after fwd1 and swapped into another (freed by
+// a drop of layer2.bias after fwd2); the swap-in must wait for the swap-out.
+TEST(PlannerRegression, SwapInWaitsForTheSwapOutThatWritesItsHostCopy) {
+  const Graph g = host_wait_graph();
+  const DeviceProfile dev = load_device("v100-16gb");
+  const SizeTable t = make_size_table(g);
+  const std::vector<double> op_us = op_times_us(g, dev);
+  const std::vector<OpId> order = program_order(g.num_ops());
+  Allocation a;
+  std::string why;
+  ASSERT_TRUE(default_allocation(g, t, order, 5140, &a, &why)) << why;
+  SwapPlanner planner(g, t, op_us, dev);
+  PlannerOptions opt;
+  opt.eviction = EvictionPolicy::kLru;
+  opt.steady_state = false;
+  Plan p;
+  const PlanResult planned = planner.plan(order, a, 5140, opt, &p);
+  ASSERT_TRUE(planned.ok) << planned.why;
+  const VerifyResult r = verify_plan(g, p);
+  EXPECT_TRUE(r.ok) << r.violation;
+}
+
+// random_graph(2, 223): data (an input) is read by fwd1 and, much later, by
+// bwd1.
+Graph double_residency_graph() {
+  GraphBuilder b;
+  b.tensor(256, TensorKind::kInput, "data");                             // 0
+  b.tensor(96, TensorKind::kInput, "labels");                            // 1
+  b.tensor(256, TensorKind::kParam, "layer1.weight");                    // 2
+  b.tensor(512, TensorKind::kActivation, "h1");                          // 3
+  b.tensor(128, TensorKind::kActivation, "h2");                          // 4
+  b.tensor(64, TensorKind::kActivation, "loss");                         // 5
+  b.tensor(128, TensorKind::kGradient, "grad_h2");                       // 6
+  b.tensor(512, TensorKind::kGradient, "grad_h1");                       // 7
+  b.tensor(256, TensorKind::kGradient, "grad_layer1.weight");            // 8
+  b.tensor(256, TensorKind::kOptimizerState, "layer1.weight.momentum");  // 9
+  b.op({0, 2}, {3}, {}, 35, "fwd1");
+  b.op({3, 2}, {4}, {}, 37, "fwd2");
+  b.op({4, 1}, {5, 6}, {}, 43, "loss");
+  b.op({6, 3, 2}, {7, 8}, {}, 19, "bwd2");
+  b.op({7, 0, 2}, {}, {8}, 48, "bwd1");
+  b.op({8}, {}, {2, 9}, 29, "sgd1");
+  b.g.ops.back().workspace_bytes = 128;
+  validate_graph(b.g, "double_residency_graph");
+  return b.g;
+}
+
+// (b) Program order, budget 2208 B, Belady, steady state, a 1 B/us link:
+// data is fetched into one object for fwd1, dropped after it and fetched into
+// another object (the one the momentum leaves at the start) for bwd1; that
+// fetch must come after the drop.
+TEST(PlannerRegression, NoSwapInOfATensorBeforeItsEviction) {
+  const Graph g = double_residency_graph();
+  const DeviceProfile dev = slow_link();
+  const SizeTable t = make_size_table(g);
+  const std::vector<double> op_us = op_times_us(g, dev);
+  const std::vector<OpId> order = program_order(g.num_ops());
+  Allocation a;
+  std::string why;
+  ASSERT_TRUE(default_allocation(g, t, order, 2208, &a, &why)) << why;
+  SwapPlanner planner(g, t, op_us, dev);
+  Plan p;
+  const PlanResult planned = planner.plan(order, a, 2208, {}, &p);
+  ASSERT_TRUE(planned.ok) << planned.why;
+  const VerifyResult r = verify_plan(g, p);
+  EXPECT_TRUE(r.ok) << r.violation;
+}
+
+}  // namespace
+}  // namespace sa
