@@ -36,23 +36,18 @@ void run_plan(const PlanArgs& args) {
   const SimResult& s = r.sim;
   const StallReport stalls = attribute_stalls(r.plan, s.timeline);
   if (args.planning.json) {
-    nlohmann::json j = {{"method", r.name},
-                        {"iteration_us", s.iteration_us},
-                        {"ideal_us", problem.ideal_us},
-                        {"throughput_vs_ideal", problem.ideal_us / s.iteration_us},
-                        {"swap_in_bytes", s.swap_in_bytes},
-                        {"swap_out_bytes", s.swap_out_bytes},
-                        {"recompute_steps", plan_traffic(in.graph, r.plan).recomputes},
-                        {"recompute_us", s.recompute_us},
-                        {"stall_us", s.stall_us},
-                        {"stall_causes", stall_causes_json(stalls)},
-                        {"peak_device_bytes", s.peak_device_bytes},
-                        {"allocator", std::string(to_string(r.plan.allocator))},
-                        {"arena_bytes", r.plan.arena_bytes()},
-                        {"pool_bytes", r.plan.arena_bytes()},
-                        {"memory_budget_bytes", in.budget},
-                        {"search_seconds", r.planning_seconds},
-                        {"evaluations", r.evaluations}};
+    nlohmann::json j = sim_result_json(s);
+    j.update({{"method", r.name},
+              {"ideal_us", problem.ideal_us},
+              {"throughput_vs_ideal", problem.ideal_us / s.iteration_us},
+              {"recompute_steps", plan_traffic(in.graph, r.plan).recomputes},
+              {"stall_causes", stall_causes_json(stalls)},
+              {"allocator", std::string(to_string(r.plan.allocator))},
+              {"arena_bytes", r.plan.arena_bytes()},
+              {"pool_bytes", r.plan.arena_bytes()},
+              {"memory_budget_bytes", in.budget},
+              {"search_seconds", r.planning_seconds},
+              {"evaluations", r.evaluations}});
     if (in.batch) j["samples_per_s"] = *in.batch / (s.iteration_us * 1e-6);
     fmt::print("{}\n", j.dump(2));
     return;

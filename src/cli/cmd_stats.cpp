@@ -61,8 +61,8 @@ void run_stats(const StatsArgs& args) {
       100.0 * (1.0 - static_cast<double>(floor.bytes) / static_cast<double>(s.peak_live_bytes)),
       floor.order_name, format_bytes(floor.live_bytes));
   if (hungriest != kNoOp)
-    fmt::print("largest op        {} ({} B, op {} {}): no plan fits a smaller budget\n",
-               format_bytes(largest_op), largest_op, hungriest, g.ops[hungriest].type);
+    fmt::print("largest op        {} ({} B, {}): no plan fits a smaller budget\n",
+               format_bytes(largest_op), largest_op, describe_op(g, hungriest));
   fmt::print("distinct sizes    {}\n", s.distinct_sizes);
   fmt::print("flops             {:.4g}\n", s.flops);
   fmt::print("ideal iteration   {} on {} (sum of op times)\n", format_us(ideal), dev.name);

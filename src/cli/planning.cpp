@@ -91,11 +91,9 @@ PlanningInputs load_planning_inputs(const PlanningArgs& args, std::optional<Grap
   const int64_t need = min_budget(in.graph, &op);
   if (in.budget < need)
     throw Error(fmt::format(
-        "the budget of {} ({} B) is below what op {} ({}{}) touches at once: {} ({} B) for its "
+        "the budget of {} ({} B) is below what {} touches at once: {} ({} B) for its "
         "inputs, outputs, updates and workspace",
-        format_bytes(in.budget), in.budget, op, in.graph.ops[op].type,
-        in.graph.ops[op].name.empty() ? "" : ", " + in.graph.ops[op].name, format_bytes(need),
-        need));
+        format_bytes(in.budget), in.budget, describe_op(in.graph, op), format_bytes(need), need));
   if (args.source.batch > 0) {
     in.batch = args.source.batch;
   } else {

@@ -3,6 +3,8 @@
 #include <array>
 #include <utility>
 
+#include <fmt/format.h>
+
 namespace sa {
 namespace {
 
@@ -53,6 +55,17 @@ std::optional<Phase> parse_phase(std::string_view s) {
   for (const auto& [phase, name] : kPhaseNames)
     if (name == s) return phase;
   return std::nullopt;
+}
+
+std::string describe_op(const Graph& g, OpId o) {
+  const Op& op = g.ops[o];
+  return op.name.empty() ? fmt::format("op {} ({})", o, op.type)
+                         : fmt::format("op {} '{}' ({})", o, op.name, op.type);
+}
+
+std::string describe_tensor(const Graph& g, TensorId t) {
+  const std::string& name = g.tensors[t].name;
+  return name.empty() ? fmt::format("tensor {}", t) : fmt::format("tensor {} '{}'", t, name);
 }
 
 }  // namespace sa

@@ -96,6 +96,11 @@ struct Graph {
   int num_ops() const { return static_cast<int>(ops.size()); }
 };
 
+// How messages name an op and a tensor: "op 5 'fc1' (aten::mm)", or "op 5
+// (aten::mm)" without a name; "tensor 3 'x'", or "tensor 3".
+std::string describe_op(const Graph& g, OpId o);
+std::string describe_tensor(const Graph& g, TensorId t);
+
 // How an op touches a tensor.
 enum class Access : uint8_t { kRead, kCreate, kUpdate };
 

@@ -47,18 +47,20 @@ MethodResult run_method(const std::string& name, const Problem& problem,
   return r;
 }
 
+nlohmann::json sim_result_json(const SimResult& s) {
+  return {{"iteration_us", s.iteration_us},          {"compute_us", s.compute_us},
+          {"recompute_us", s.recompute_us},          {"stall_us", s.stall_us},
+          {"swap_in_bytes", s.swap_in_bytes},        {"swap_out_bytes", s.swap_out_bytes},
+          {"peak_device_bytes", s.peak_device_bytes}};
+}
+
 nlohmann::json method_result_json(const MethodResult& r) {
   nlohmann::json j = {{"name", r.name}, {"feasible", r.feasible}};
   if (!r.feasible) {
     j["why"] = r.why;
     return j;
   }
-  j["iteration_us"] = r.sim.iteration_us;
-  j["stall_us"] = r.sim.stall_us;
-  j["swap_in_bytes"] = r.sim.swap_in_bytes;
-  j["swap_out_bytes"] = r.sim.swap_out_bytes;
-  j["recompute_us"] = r.sim.recompute_us;
-  j["peak_device_bytes"] = r.sim.peak_device_bytes;
+  j.update(sim_result_json(r.sim));
   j["allocator"] = std::string(to_string(r.plan.allocator));
   j["arena_bytes"] = r.plan.arena_bytes();
   j["pool_bytes"] = r.plan.arena_bytes();  // the name before planned offsets (kept for scripts)

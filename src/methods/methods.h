@@ -46,11 +46,16 @@ std::vector<std::string> method_names();
 MethodResult run_method(const std::string& name, const Problem& problem,
                         const MethodOptions& options);
 
+// A simulated iteration as JSON, the keys every output of one shares
+// (compare and plan --json, the report, the trace): iteration_us,
+// compute_us, recompute_us, stall_us, swap_in_bytes, swap_out_bytes and
+// peak_device_bytes (0 unless simulated with a timeline).
+nlohmann::json sim_result_json(const SimResult& s);
+
 // A method's result as JSON, the fields `compare --json` and the report
 // share: name, feasible, and either why (infeasible) or the simulated
-// iteration (iteration_us, stall_us, swap_in_bytes, swap_out_bytes,
-// peak_device_bytes, arena_bytes, allocator) with planning_seconds and
-// evaluations. Callers add their own fields (throughput, samples/s, main).
+// iteration (sim_result_json, arena_bytes, allocator) with planning_seconds
+// and evaluations. Callers add their own fields (throughput, samples/s, main).
 nlohmann::json method_result_json(const MethodResult& r);
 
 }  // namespace sa

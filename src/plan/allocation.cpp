@@ -247,8 +247,8 @@ std::string explain_min_pool(const Graph& g, const SizeTable& t, std::span<const
       "touches at once",
       format_bytes(floor_bytes), floor_bytes);
   if (hungriest != kNoOp)
-    s += fmt::format("; op {} ({}) alone touches {} ({} B)", hungriest, g.ops[hungriest].type,
-                     format_bytes(need), need);
+    s += fmt::format("; {} alone touches {} ({} B)", describe_op(g, hungriest), format_bytes(need),
+                     need);
   return s;
 }
 

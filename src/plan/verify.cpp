@@ -57,24 +57,13 @@ class Verifier {
   }
 
   // ---- names for messages ----
-  std::string tensor(TensorId t) const {
-    const std::string& name = g_.tensors[t].name;
-    return name.empty() ? fmt::format("tensor {}", t) : fmt::format("tensor {} '{}'", t, name);
-  }
-  std::string op(OpId o) const {
-    const Op& op = g_.ops[o];
-    return op.name.empty() ? fmt::format("op {} ({})", o, op.type)
-                           : fmt::format("op {} '{}' ({})", o, op.name, op.type);
-  }
+  std::string tensor(TensorId t) const { return describe_tensor(g_, t); }
+  std::string op(OpId o) const { return describe_op(g_, o); }
   std::string step(StepId s) const {
     const Step& st = p_.steps[s];
     switch (st.kind) {
-      case StepKind::kCompute: {
-        const Op& o = g_.ops[st.subject];
-        return o.name.empty() ? fmt::format("step {} (compute of op {}, {})", s, st.subject, o.type)
-                              : fmt::format("step {} (compute of op {} '{}', {})", s, st.subject,
-                                            o.name, o.type);
-      }
+      case StepKind::kCompute:
+        return fmt::format("step {} (compute of {})", s, op(st.subject));
       case StepKind::kSwapIn:
         return fmt::format("step {} (swap_in of {} into object {})", s, tensor(st.subject),
                            st.object);

@@ -126,7 +126,7 @@ struct VerifyResult {
   bool ok = true;
   // The first violation, human-readable: it names the rule's subject (step
   // id and kind, op or tensor with its name, object), e.g. "step 12 (compute
-  // of op 5 'fc1', aten::mm) reads tensor 3 'x' from object 7, but tensor 3
+  // of op 5 'fc1' (aten::mm)) reads tensor 3 'x' from object 7, but tensor 3
   // is not on the device (swapped out at step 9 ...)". Empty when ok.
   std::string violation;
 };

@@ -108,12 +108,6 @@ std::string report_data_json(const ReportInput& in) {
                      {"peak_live", in.peak_live},
                      {"batch", optional_json(in.batch)},
                      {"ideal_us", in.ideal_us},
-                     {"iteration_us", sim.iteration_us},
-                     {"compute_us", sim.compute_us},
-                     {"stall_us", sim.stall_us},
-                     {"swap_in_bytes", sim.swap_in_bytes},
-                     {"swap_out_bytes", sim.swap_out_bytes},
-                     {"peak_device_bytes", sim.peak_device_bytes},
                      {"allocator", std::string(to_string(p.allocator))},
                      {"arena_bytes", p.arena_bytes()},
                      {"pool_bytes", p.arena_bytes()},
@@ -126,6 +120,7 @@ std::string report_data_json(const ReportInput& in) {
                      {"swap_outs", traffic.swap_outs},
                      {"drops", traffic.drops},
                      {"generator", "swapadvisor " SA_VERSION}};
+  data["summary"].update(sim_result_json(sim));
   json methods = json::array();
   for (size_t i = 0; i < in.methods.size(); ++i)
     methods.push_back(method_json(in.methods[i], static_cast<int>(i) == in.main));

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "methods/methods.h"
 #include "report/class_memory.h"
 #include "report/labels.h"
 #include "report/stalls.h"
@@ -72,17 +73,12 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
 
   TraceWriter w;
   fmt::memory_buffer& out = w.buffer();
-  const nlohmann::json other = {{"graph", g.name},
-                                {"method", p.method},
-                                {"memory_budget_bytes", p.memory_budget},
-                                {"pool_bytes", p.arena_bytes()},
-                                {"iteration_us", sim.iteration_us},
-                                {"compute_us", sim.compute_us},
-                                {"stall_us", sim.stall_us},
-                                {"swap_in_bytes", sim.swap_in_bytes},
-                                {"swap_out_bytes", sim.swap_out_bytes},
-                                {"peak_device_bytes", sim.peak_device_bytes},
-                                {"generator", "swapadvisor plan --trace"}};
+  nlohmann::json other = sim_result_json(sim);
+  other.update({{"graph", g.name},
+                {"method", p.method},
+                {"memory_budget_bytes", p.memory_budget},
+                {"pool_bytes", p.arena_bytes()},
+                {"generator", "swapadvisor plan --trace"}});
   fmt::format_to(std::back_inserter(out), "{{\"displayTimeUnit\":\"ms\",\"otherData\":{},\n",
                  other.dump());
   out.append(std::string_view("\"traceEvents\":["));

@@ -242,7 +242,7 @@ TEST(Verify, Structure) {
   {
     Plan p = cold_plan(g);
     p.steps[4].object = 0;
-    EXPECT_VIOLATION(g, p, "step 4 (compute of op 1 'mid', test::op) names object 0");
+    EXPECT_VIOLATION(g, p, "step 4 (compute of op 1 'mid' (test::op)) names object 0");
   }
   {
     Plan p = cold_plan(g);
@@ -253,7 +253,7 @@ TEST(Verify, Structure) {
     Plan p = cold_plan(g);
     set_waits(p, 2, {0, 5});
     EXPECT_VIOLATION(g, p,
-                     "step 2 (compute of op 0 'fwd', test::op) waits for step 5, which is not an "
+                     "step 2 (compute of op 0 'fwd' (test::op)) waits for step 5, which is not an "
                      "earlier step");
   }
   {
@@ -303,7 +303,7 @@ TEST(Verify, Order) {
     Plan p = cold_plan(g);
     std::swap(p.steps[2].subject, p.steps[4].subject);
     EXPECT_VIOLATION(g, p,
-                     "step 2 (compute of op 1 'mid', test::op) is compute step number 0, but "
+                     "step 2 (compute of op 1 'mid' (test::op)) is compute step number 0, but "
                      "position 0 of the order is op 0");
   }
   {
@@ -323,7 +323,7 @@ TEST(Verify, Tenancy) {
     Plan p = cold_plan(g);
     p.access_objects[3] = 1;
     EXPECT_VIOLATION(g, p,
-                     "step 4 (compute of op 1 'mid', test::op) puts tensor 3 'b' into object 1, "
+                     "step 4 (compute of op 1 'mid' (test::op)) puts tensor 3 'b' into object 1, "
                      "but object 1 still holds tensor 0 'w'");
   }
   {
@@ -336,7 +336,7 @@ TEST(Verify, Tenancy) {
     set_waits(p, 5, {});
     EXPECT_VIOLATION(g, p,
                      "step 5 (drop of tensor 0 'w' from object 1) frees object 1 but does not "
-                     "wait for step 2 (compute of op 0 'fwd', test::op), which uses tensor 0 'w' "
+                     "wait for step 2 (compute of op 0 'fwd' (test::op)), which uses tensor 0 'w' "
                      "there");
   }
   {
@@ -345,7 +345,7 @@ TEST(Verify, Tenancy) {
     set_waits(p, 7, {});
     EXPECT_VIOLATION(g, p,
                      "step 7 (swap_in of tensor 0 'w' into object 0) puts tensor 0 'w' into "
-                     "object 0 but does not wait for step 6 (compute of op 2 'bwd', test::op), "
+                     "object 0 but does not wait for step 6 (compute of op 2 'bwd' (test::op)), "
                      "which touched its previous tenant tensor 3 'b'");
   }
   {
@@ -372,7 +372,7 @@ TEST(Verify, TenancyOfInitialResidentObjects) {
   add(p, StepKind::kSwapIn, kX, 3, {});
   EXPECT_VIOLATION(g, p,
                    "step 7 (swap_in of tensor 1 'x' into object 3) puts tensor 1 'x' into object 3 "
-                   "but does not wait for step 5 (compute of op 3 'sgd', test::op), which touched "
+                   "but does not wait for step 5 (compute of op 3 'sgd' (test::op)), which touched "
                    "its previous tenant tensor 0 'w'");
 }
 
@@ -399,7 +399,7 @@ TEST(Verify, Workspace) {
   EXPECT_VERIFIES(g, p);
   p.access_objects[2] = 1;  // the workspace where y goes
   EXPECT_VIOLATION(g, p,
-                   "step 1 (compute of op 0, test::op) puts the workspace of op 0 (test::op) into "
+                   "step 1 (compute of op 0 (test::op)) puts the workspace of op 0 (test::op) into "
                    "object 1, but object 1 still holds tensor 1 'y'");
   p.access_objects[2] = 0;  // the workspace where x is
   EXPECT_VIOLATION(g, p, "into object 0, but object 0 still holds tensor 0 'x'");
@@ -418,7 +418,7 @@ TEST(Verify, Workspace) {
   p.steps[3].object = 0;
   EXPECT_VIOLATION(g, p,
                    "step 3 (drop of tensor 0 'x' from object 0) frees object 0 but does "
-                   "not wait for step 1 (compute of op 0, test::op), which uses tensor 0 "
+                   "not wait for step 1 (compute of op 0 (test::op)), which uses tensor 0 "
                    "'x' there");
   set_waits(p, 3, {1});
   EXPECT_VERIFIES(g, p);  // an input not read again may be dropped after its last use
@@ -431,7 +431,7 @@ TEST(Verify, Residency) {
     Plan p = cold_plan(g);
     remove_step(p, 7);
     EXPECT_VIOLATION(g, p,
-                     "step 7 (compute of op 3 'sgd', test::op) updates tensor 0 'w' from object "
+                     "step 7 (compute of op 3 'sgd' (test::op)) updates tensor 0 'w' from object "
                      "0, but tensor 0 'w' is not on the device (it was dropped at step 5 and not "
                      "brought back)");
   }
@@ -440,7 +440,7 @@ TEST(Verify, Residency) {
     Plan p = cold_plan(g);
     set_waits(p, 8, {});
     EXPECT_VIOLATION(g, p,
-                     "step 8 (compute of op 3 'sgd', test::op) updates tensor 0 'w' in object 0 "
+                     "step 8 (compute of op 3 'sgd' (test::op)) updates tensor 0 'w' in object 0 "
                      "but does not wait for step 7 (swap_in of tensor 0 'w' into object 0), which "
                      "puts it there");
   }
@@ -449,7 +449,7 @@ TEST(Verify, Residency) {
     Plan p = cold_plan(g);
     p.access_objects[1] = 1;
     EXPECT_VIOLATION(g, p,
-                     "step 2 (compute of op 0 'fwd', test::op) reads tensor 1 'x' from object 1, "
+                     "step 2 (compute of op 0 'fwd' (test::op)) reads tensor 1 'x' from object 1, "
                      "but tensor 1 'x' is in object 0");
   }
   {
@@ -467,7 +467,7 @@ TEST(Verify, DeadTransients) {
   insert_step(p, 7, StepKind::kSwapOut, kA, 2, {6});
   EXPECT_VIOLATION(g, p,
                    "step 7 (swap_out of tensor 2 'a' from object 2) comes after the last access "
-                   "of tensor 2 'a' (step 6 (compute of op 2 'bwd', test::op)), which already "
+                   "of tensor 2 'a' (step 6 (compute of op 2 'bwd' (test::op))), which already "
                    "freed its object");
   p = cold_plan(g);
   insert_step(p, 0, StepKind::kSwapIn, kA, 2, {});
@@ -524,7 +524,7 @@ TEST(Verify, HostCopies) {
     set_waits(p, 11, {});
     EXPECT_VIOLATION(g, p,
                      "step 11 (swap_out of tensor 0 'w' from object 0) does not wait for step 10 "
-                     "(compute of op 3 'sgd', test::op), which writes the version it copies "
+                     "(compute of op 3 'sgd' (test::op)), which writes the version it copies "
                      "(version 1)");
   }
   {
@@ -569,7 +569,7 @@ TEST(Verify, StaleHostCopy) {
   EXPECT_VIOLATION(g, p,
                    "step 3 (swap_in of tensor 0 'x' into object 0) reads a stale host copy of "
                    "tensor 0 'x': the host copy has version 0, but the latest is version 1 "
-                   "(written by step 1 (compute of op 0, test::op))");
+                   "(written by step 1 (compute of op 0 (test::op)))");
 }
 
 TEST(Verify, DropOfDirtyPersistent) {
@@ -646,7 +646,7 @@ TEST(Verify, SteadyStateStartsWithStaleHostCopies) {
     Plan p = steady_plan(g);
     p.initial_resident.clear();
     EXPECT_VIOLATION(g, p,
-                     "step 1 (compute of op 0 'fwd', test::op) reads tensor 0 'w' from object 3, "
+                     "step 1 (compute of op 0 'fwd' (test::op)) reads tensor 0 'w' from object 3, "
                      "but tensor 0 'w' is not on the device (it was never brought in)");
   }
 }
