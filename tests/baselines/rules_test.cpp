@@ -70,7 +70,8 @@ std::map<TensorId, int> swap_in_after(const Plan& p) {
 }
 
 BaselinePlan plan(const char* name, const Chain& c, Allocator alloc) {
-  const Problem pb(c.g, load_device("v100-16gb"), 1 << 20);
+  const DeviceProfile dev = load_device("v100-16gb");  // (Problem keeps a reference)
+  const Problem pb(c.g, dev, 1 << 20);
   BaselinePlan r = plan_baseline(name, pb, alloc);
   testing::check_plan(c.g, name, r, pb.budget, fmt::format("{}, {}", name, to_string(alloc)));
   return r;
