@@ -19,6 +19,9 @@ struct Problem {
   // compute_scale multiplies every op time (docs/devices.md: calibrating the
   // cost model to measured throughput, as bench/paper-fig6 does).
   Problem(const Graph& g, const DeviceProfile& device, int64_t budget, double compute_scale = 1.0);
+  // A temporary would dangle (the Problem keeps references).
+  Problem(Graph&&, const DeviceProfile&, int64_t, double = 1.0) = delete;
+  Problem(const Graph&, DeviceProfile&&, int64_t, double = 1.0) = delete;
 
   const Graph& graph;
   const DeviceProfile& device;
