@@ -214,7 +214,8 @@ class Reader {
       op.workspace_bytes = w.value;
     }
     if (const json* name = optional_field(j, "name")) op.name = string(*name, loc.at("name"));
-    if (const json* v = optional_field(j, "recompute")) op.recompute = boolean(*v, loc.at("recompute"));
+    if (const json* v = optional_field(j, "recompute"))
+      op.recompute = boolean(*v, loc.at("recompute"));
     if (const json* v = optional_field(j, "random")) op.random = boolean(*v, loc.at("random"));
     return op;
   }
@@ -281,9 +282,9 @@ std::string graph_to_json(const Graph& g) {
   // Format 1.1 when an op uses its fields (docs/graph-format.md).
   const bool minor = std::any_of(g.ops.begin(), g.ops.end(),
                                  [](const Op& op) { return !op.recompute || op.random; });
-  out += fmt::format(
-      "{{\"format\":\"swapadvisor-graph\",\"version\":1,{}\"name\":{},\"source\":{},\n",
-      minor ? "\"minor_version\":1," : "", json(g.name).dump(), json(g.source).dump());
+  out +=
+      fmt::format("{{\"format\":\"swapadvisor-graph\",\"version\":1,{}\"name\":{},\"source\":{},\n",
+                  minor ? "\"minor_version\":1," : "", json(g.name).dump(), json(g.source).dump());
   out += "\"tensors\":[\n";
   for (int t = 0; t < g.num_tensors(); ++t) {
     const Tensor& x = g.tensors[t];
