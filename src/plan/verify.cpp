@@ -120,6 +120,18 @@ class Verifier {
   bool swap_out(StepId s);
   bool drop(StepId s);
   bool arrive(StepId s, ObjectId x, int32_t who, int slot);
+  // What a compute or recompute step of op o does on its objects besides
+  // its outputs: the workspace arrives, the inputs are read at s.
+  bool run_on_objects(StepId s, OpId o, const ObjectId* objs) {
+    const Op& oo = g_.ops[o];
+    const int nout = static_cast<int>(oo.outputs.size());
+    if (oo.workspace_bytes > 0 &&
+        !arrive(s, objs[num_access_slots(oo) - 1], -2 - o, static_cast<int>(Stream::kCompute)))
+      return false;
+    for (size_t i = 0; i < oo.inputs.size(); ++i)
+      touch_[loc(objs[nout + i])][0] = s;
+    return true;
+  }
   bool arrive_bytes(StepId s, ObjectId x, int32_t who);
   bool structure_classes();
   bool structure_arena();
@@ -689,13 +701,8 @@ bool Verifier::compute_step(StepId s) {
     ver_[t] = dev_ver_[t] = 1;
     data_step_[t] = write_step_[t] = s;
   }
-  const int nslots = num_access_slots(oo);
-  if (oo.workspace_bytes > 0 &&
-      !arrive(s, objs[nslots - 1], -2 - o, static_cast<int>(Stream::kCompute)))
-    return false;
+  if (!run_on_objects(s, o, objs)) return false;
 
-  for (int i = 0; i < nin; ++i)
-    touch_[loc(objs[nout + i])][0] = s;
   for (size_t i = 0; i < oo.updates.size(); ++i) {
     const TensorId t = oo.updates[i];
     touch_[loc(objs[nout + nin + i])][0] = s;
@@ -872,13 +879,7 @@ bool Verifier::recompute_step(StepId s) {
     dev_ver_[t] = 1;
     data_step_[t] = s;
   }
-  const int nslots = num_access_slots(oo);
-  if (oo.workspace_bytes > 0 &&
-      !arrive(s, objs[nslots - 1], -2 - o, static_cast<int>(Stream::kCompute)))
-    return false;
-  for (int i = 0; i < nin; ++i)
-    touch_[loc(objs[nout + i])][0] = s;
-  return true;
+  return run_on_objects(s, o, objs.data());
 }
 
 // Whether a recompute recreates t after step s and before the next compute
