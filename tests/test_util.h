@@ -84,19 +84,25 @@ struct GraphBuilder {
 // The plan tests' graph: tensors of 100 B w (param), x (input), a, b
 // (activations), gw (gradient), and four ops named after their roles:
 //   op0 fwd: a = f(x, w)   op1 mid: b = g(a)   op2 bwd: gw = h(b, a)   op3 sgd: w -= gw
-inline Graph fwd_mid_bwd_sgd_graph() {
+// With relu: an op "relu" after fwd updates a in place (ops fwd, relu, mid,
+// bwd, sgd).
+inline Graph fwd_mid_bwd_sgd_graph(bool relu = false) {
   GraphBuilder b;
   b.tensor(100, TensorKind::kParam, "w");       // 0
   b.tensor(100, TensorKind::kInput, "x");       // 1
   b.tensor(100, TensorKind::kActivation, "a");  // 2
   b.tensor(100, TensorKind::kActivation, "b");  // 3
   b.tensor(100, TensorKind::kGradient, "gw");   // 4
+  std::vector<std::string> names = {"fwd", "mid", "bwd", "sgd"};
   b.op({1, 0}, {2});
+  if (relu) {
+    b.op({}, {}, {2});
+    names.insert(names.begin() + 1, "relu");
+  }
   b.op({2}, {3});
   b.op({3, 2}, {4});
   b.op({4}, {}, {0});
-  const char* names[] = {"fwd", "mid", "bwd", "sgd"};
-  for (int o = 0; o < 4; ++o)
+  for (int o = 0; o < b.g.num_ops(); ++o)
     b.g.ops[o].name = names[o];
   return b.g;
 }

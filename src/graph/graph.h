@@ -96,6 +96,19 @@ struct Graph {
   int num_ops() const { return static_cast<int>(ops.size()); }
 };
 
+// Note [Update replay]: whether a plan may run op again, right after a
+// recompute of the op that made what it updates, to bring that tensor back
+// to the version after the update: an op allowed by the graph that only
+// updates transients in place (relu_ after batch norm, the residual add_)
+// and creates nothing. On the version it read, it makes the same version
+// again; anywhere else it would apply its update twice.
+inline bool may_replay_update(const Graph& g, const Op& op) {
+  if (!op.recompute || op.updates.empty() || !op.outputs.empty()) return false;
+  for (TensorId t : op.updates)
+    if (!is_transient(g.tensors[t].kind)) return false;
+  return true;
+}
+
 // How messages name an op and a tensor: "op 5 'fc1' (aten::mm)", or "op 5
 // (aten::mm)" without a name; "tensor 3 'x'", or "tensor 3".
 std::string describe_op(const Graph& g, OpId o);

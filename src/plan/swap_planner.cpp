@@ -198,7 +198,6 @@ class SwapPlanner::Pass {
   std::vector<int32_t> access_begin_;
   std::vector<int64_t> op_bytes_;        // per op: the bytes of every item it touches
   std::vector<OpId> producer_;           // per tensor: the op that creates it, or kNoOp
-  std::vector<uint8_t> ever_updated_;    // per tensor: some op updates it in place
   std::vector<double> h2d_us_, d2h_us_;  // per item: its copy times, alone on the link
 
   // Per plan().
@@ -212,6 +211,10 @@ class SwapPlanner::Pass {
   int nc_ = 0;
   std::vector<double> prefix_;            // prefix_[i]: op time before position i
   std::vector<int32_t> recompute_until_;  // per op: the last position a recompute of it may run at
+  std::vector<int32_t> pos_of_;           // per op: its position in the order
+  // Note [Update replay]: per op, the ops that update its outputs in place
+  // and are replayed after a recompute of it, in position order.
+  std::vector<std::vector<OpId>> replays_;
   std::vector<int32_t> use_begin_, uses_;
   std::vector<ClassId> class_;
   std::vector<int64_t> class_bytes_;
@@ -344,13 +347,9 @@ SwapPlanner::Pass::Pass(const Graph& g, const SizeTable& sizes, std::span<const 
   access_begin_.assign(m_ + 1, 0);
   op_bytes_.assign(m_, 0);
   producer_.assign(n_, kNoOp);
-  ever_updated_.assign(n_, 0);
-  for (OpId o = 0; o < m_; ++o) {
+  for (OpId o = 0; o < m_; ++o)
     for (TensorId t : g.ops[o].outputs)
       producer_[t] = o;
-    for (TensorId t : g.ops[o].updates)
-      ever_updated_[t] = 1;
-  }
   h2d_us_.resize(num_items_);
   d2h_us_.resize(num_items_);
   for (OpId o = 0; o < m_; ++o) {
@@ -403,26 +402,53 @@ void SwapPlanner::Pass::bind_ops(std::span<const OpId> order, const PlannerOptio
   // input still holds what p read (no update of it at a position in
   // (pos(p), q)) and every transient input is still alive (its last use >= q).
   recompute_until_.assign(m_, -1);
-  if (opt.recompute) {
-    std::vector<int32_t> pos(m_);
-    for (int i = 0; i < m_; ++i)
-      pos[order[i]] = i;
-    std::vector<std::vector<int32_t>> updated_at(n_);
-    for (int i = 0; i < m_; ++i)
-      for (TensorId t : g_.ops[order[i]].updates)
-        updated_at[t].push_back(i);
-    for (OpId p = 0; p < m_; ++p) {
-      const Op& op = g_.ops[p];
-      if (!may_recompute(op) || (op.random && !opt.recompute_random)) continue;
-      int32_t until = m_;
-      for (TensorId u : op.inputs) {
-        const auto& at = updated_at[u];
-        auto next = std::upper_bound(at.begin(), at.end(), pos[p]);
-        if (next != at.end()) until = std::min(until, *next);
-        if (is_transient(g_.tensors[u].kind) && num_uses(u) > 0)
-          until = std::min(until, uses_[use_begin_[u + 1] - 1]);
+  replays_.assign(m_, {});
+  pos_of_.resize(m_);
+  for (int i = 0; i < m_; ++i)
+    pos_of_[order[i]] = i;
+  if (!opt.recompute) return;
+  std::vector<std::vector<int32_t>> updated_at(n_);
+  for (int i = 0; i < m_; ++i)
+    for (TensorId t : g_.ops[order[i]].updates)
+      updated_at[t].push_back(i);
+  auto until_of = [&](OpId p) {
+    int32_t until = m_;
+    for (TensorId u : g_.ops[p].inputs) {
+      const auto& at = updated_at[u];
+      auto next = std::upper_bound(at.begin(), at.end(), pos_of_[p]);
+      if (next != at.end()) until = std::min(until, *next);
+      if (is_transient(g_.tensors[u].kind) && num_uses(u) > 0)
+        until = std::min(until, uses_[use_begin_[u + 1] - 1]);
+    }
+    return until;
+  };
+  auto may_run_again = [&](const Op& op) { return !op.random || opt.recompute_random; };
+  for (OpId p = 0; p < m_; ++p)
+    if (may_recompute(g_.ops[p]) && may_run_again(g_.ops[p])) recompute_until_[p] = until_of(p);
+  // Note [Update replay]: an update u of p's outputs at position i is
+  // replayed after a recompute of p at q > i, which is then right while u's
+  // inputs hold what u read (until_of(u) >= i: it never limits a recompute
+  // before i). An update that may not be replayed ends p's window at i.
+  for (int i = 0; i < m_; ++i) {
+    const OpId u = order[i];
+    const Op& uo = g_.ops[u];
+    if (uo.updates.empty()) continue;
+    const OpId p = producer_[uo.updates.front()];
+    bool replay =
+        p != kNoOp && uo.updates.size() == 1 && may_replay_update(g_, uo) && may_run_again(uo);
+    for (TensorId t : uo.updates)
+      replay = replay && producer_[t] == p;
+    for (TensorId x : uo.inputs)
+      replay = replay && producer_[x] != p;  // it reads p's outputs as they are now
+    for (TensorId t : uo.updates) {
+      const OpId q = producer_[t];
+      if (q == kNoOp || recompute_until_[q] < 0) continue;
+      if (replay) {
+        if (replays_[q].empty() || replays_[q].back() != u) replays_[q].push_back(u);
+        recompute_until_[q] = std::min(recompute_until_[q], until_of(u));
+      } else {
+        recompute_until_[q] = std::min(recompute_until_[q], i);
       }
-      recompute_until_[p] = until;
     }
   }
 }
@@ -627,42 +653,58 @@ void SwapPlanner::Pass::evict(ItemId v) {
 // Note [Recomputation]: whether v, evicted now, may be dropped and made
 // again by its producer before its next use, instead of copied out and in:
 // the search's genes allow it for v's producer (PlannerOptions::recompute),
-// which may run again (may_recompute), no output of it is ever updated in
-// place (a recompute makes version 1), and v's next use comes no later than
-// the producer's inputs still hold what it read (recompute_until_).
+// which may run again (may_recompute), and v's next use comes no later than
+// the producer's inputs, and those of the updates of its outputs replayed
+// after it (Note [Update replay]), still hold what they read
+// (recompute_until_).
 bool SwapPlanner::Pass::may_drop_to_recompute(ItemId v) const {
   if (!opt_.recompute || v >= n_ || !is_transient(g_.tensors[v].kind) || !needed_later(v))
     return false;
   const OpId p = producer_[v];
   if (p == kNoOp || !(*opt_.recompute)[p] || recompute_until_[p] < 0) return false;
-  for (TensorId t : g_.ops[p].outputs)
-    if (ever_updated_[t]) return false;
   return uses_[use_begin_[v] + cursor_[v]] <= recompute_until_[p];
 }
 
 // Note [Recomputation]: a recompute step, before the op at position i, that
-// makes v (dropped) and its siblings again. Its inputs are brought back
-// first (swapped in, or recomputed in turn); siblings on the device are
-// dropped (the step makes them again); outputs nobody needs any more only
-// pass through their objects. Returns the step.
+// makes v (dropped) and its siblings again, followed by a replay of each
+// update of them that ran before i (Note [Update replay]). Their inputs are
+// brought back first (swapped in, or recomputed in turn); siblings on the
+// device are dropped (the step makes them again); outputs nobody needs any
+// more only pass through their objects. Returns the last step.
 StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
   const OpId p = producer_[v];
   const Op& op = g_.ops[p];
-  for (TensorId u : op.inputs)
-    pinned_[u] = handled_[u] = i;  // walls until op i has run
+  std::vector<OpId> replays;
+  for (OpId u : replays_[p]) {
+    if (pos_of_[u] >= i) break;
+    bool needed = false;  // an update of what only passes through is moot
+    for (TensorId t : g_.ops[u].updates)
+      needed = needed || needed_later(t);
+    if (needed) replays.push_back(u);
+  }
+  for (TensorId x : op.inputs)
+    pinned_[x] = handled_[x] = i;  // walls until op i has run
   for (TensorId t : op.outputs)
     pinned_[t] = handled_[t] = i;
-  std::vector<StepId> waits;
-  for (TensorId u : op.inputs) {
-    if (obj_of_[u] != kNoObject) continue;
-    if (dropped_[u]) {
-      waits.push_back(recompute(u, i));
-      continue;
+  for (OpId u : replays)
+    for (TensorId x : g_.ops[u].inputs)
+      pinned_[x] = handled_[x] = i;
+  std::vector<StepId> waits;  // for the inputs made again
+  auto bring_inputs = [&](const Op& o) {
+    for (TensorId x : o.inputs) {
+      if (obj_of_[x] != kNoObject) continue;
+      if (dropped_[x]) {
+        waits.push_back(recompute(x, i));
+        continue;
+      }
+      const ObjectId obj = acquire(x, i, true);
+      if (obj == kNoObject) throw NoMemoryToRecompute{p, i};
+      arrival_[x] = swap_in(x, obj, -1, -1);
     }
-    const ObjectId obj = acquire(u, i, true);
-    if (obj == kNoObject) throw NoMemoryToRecompute{p, i};
-    arrival_[u] = swap_in(u, obj, -1, -1);
-  }
+  };
+  bring_inputs(op);
+  for (OpId u : replays)
+    bring_inputs(g_.ops[u]);
   for (TensorId t : op.outputs)
     if (obj_of_[t] != kNoObject) {
       dropped_[t] = 1;  // made again below: its copy here may go without a copy
@@ -673,68 +715,87 @@ StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
       dirty_[t] = dirty;
       ring_push(class_[t], obj);  // the pool's: free again (no-op in the arena)
     }
-  // Objects, slot by slot (outputs, inputs, workspace), and the waits.
-  const int32_t obj_begin = static_cast<int32_t>(recompute_objs_.size());
-  std::vector<ObjectId> made;  // the outputs' and the workspace's objects
-  auto fresh = [&](ItemId x) {
-    const ObjectId obj = acquire(x, i, false);
-    if (obj == kNoObject) throw NoMemoryToRecompute{p, i};
-    if (rel_copy_[obj] >= 0) waits.push_back(rel_copy_[obj]);
-    if (placed()) waits.insert(waits.end(), taken_copy_.begin(), taken_copy_.end());
-    tenant_[obj] = x;
-    made.push_back(obj);
-    recompute_objs_.push_back(obj);
+  std::vector<ObjectId> made;                                   // the outputs' objects
+  std::vector<size_t> passing_at(op.outputs.size(), SIZE_MAX);  // their passing_ entries
+  // One step of op o: objects slot by slot (outputs, inputs, updates,
+  // workspace; outputs and workspace fresh) and the waits.
+  auto emit = [&](OpId o) {
+    const Op& oo = g_.ops[o];
+    const int32_t obj_begin = static_cast<int32_t>(recompute_objs_.size());
+    std::vector<ObjectId> fresh_objs;
+    auto fresh = [&](ItemId x) {
+      const ObjectId obj = acquire(x, i, false);
+      if (obj == kNoObject) throw NoMemoryToRecompute{p, i};
+      if (rel_copy_[obj] >= 0) waits.push_back(rel_copy_[obj]);
+      if (placed()) waits.insert(waits.end(), taken_copy_.begin(), taken_copy_.end());
+      tenant_[obj] = x;
+      fresh_objs.push_back(obj);
+      recompute_objs_.push_back(obj);
+    };
+    for (TensorId t : oo.outputs)
+      fresh(t);
+    for (TensorId x : oo.inputs) {
+      recompute_objs_.push_back(obj_of_[x]);
+      if (arrival_[x] >= 0) waits.push_back(arrival_[x]);
+    }
+    for (TensorId t : oo.updates)  // p's outputs, made above
+      recompute_objs_.push_back(
+          made[std::find(op.outputs.begin(), op.outputs.end(), t) - op.outputs.begin()]);
+    if (oo.workspace_bytes > 0) fresh(n_ + o);
+    std::sort(waits.begin(), waits.end());
+    waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
+    const int32_t wb = static_cast<int32_t>(waits_.size());
+    waits_.insert(waits_.end(), waits.begin(), waits.end());
+    waits.clear();
+    steps_.push_back({StepKind::kRecompute, o, kNoObject, i, wb,
+                      static_cast<int32_t>(waits_.size()), obj_begin,
+                      static_cast<int32_t>(recompute_objs_.size())});
+    const StepId step = static_cast<StepId>(steps_.size()) - 1;
+    // Inputs: used now; a later eviction of one is keyed after it: at i.
+    for (TensorId x : oo.inputs) {
+      last_step_[x] = step;
+      last_pos_[x] = std::max(last_pos_[x], i);
+      arrival_[x] = -1;
+    }
+    for (ObjectId obj : fresh_objs)
+      if (arena()) {
+        tenancies_[obj].begin = when(i, StepKind::kCompute);
+        tenancies_[obj].first = step;
+      }
+    if (oo.workspace_bytes > 0) passing_.push_back({fresh_objs.back(), n_ + o, step});
+    fresh_objs.resize(oo.outputs.size());
+    made.insert(made.end(), fresh_objs.begin(), fresh_objs.end());
+    return step;
   };
-  for (TensorId t : op.outputs)
-    fresh(t);
-  for (TensorId u : op.inputs) {
-    recompute_objs_.push_back(obj_of_[u]);
-    if (arrival_[u] >= 0) waits.push_back(arrival_[u]);
-  }
-  if (op.workspace_bytes > 0) fresh(n_ + p);
-  std::sort(waits.begin(), waits.end());
-  waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
-  const int32_t wb = static_cast<int32_t>(waits_.size());
-  waits_.insert(waits_.end(), waits.begin(), waits.end());
-  steps_.push_back({StepKind::kRecompute, p, kNoObject, i, wb, static_cast<int32_t>(waits_.size()),
-                    obj_begin, static_cast<int32_t>(recompute_objs_.size())});
-  const StepId step = static_cast<StepId>(steps_.size()) - 1;
-  // Inputs: used now.
-  // A later eviction of an input or output is keyed after it: at i.
-  for (TensorId u : op.inputs) {
-    last_step_[u] = step;
-    last_pos_[u] = std::max(last_pos_[u], i);
-    arrival_[u] = -1;
-  }
-  // Outputs: on the device again if still needed, else freed at once.
+  StepId last = emit(p);
+  // Outputs: on the device again if still needed, else freed after op i.
   for (size_t k = 0; k < op.outputs.size(); ++k) {
     const TensorId t = op.outputs[k];
     const ObjectId obj = made[k];
-    if (arena()) {
-      tenancies_[obj].begin = when(i, StepKind::kCompute);
-      tenancies_[obj].first = step;
-    }
     if (dtr()) dtr_cost_->restore(t);
     if (needed_later(t)) {
       obj_of_[t] = obj;
       dropped_[t] = 0;
       dirty_[t] = !has_host_[t];
-      last_step_[t] = step;
+      last_step_[t] = last;
       last_pos_[t] = std::max(last_pos_[t], i);
       list_resident(t);
     } else {
-      passing_.push_back({obj, t, step});
+      passing_at[k] = passing_.size();
+      passing_.push_back({obj, t, last});
     }
   }
-  if (op.workspace_bytes > 0) {
-    const ObjectId obj = made.back();
-    if (arena()) {
-      tenancies_[obj].begin = when(i, StepKind::kCompute);
-      tenancies_[obj].first = step;
+  for (OpId u : replays) {
+    last = emit(u);
+    for (TensorId t : g_.ops[u].updates) {
+      const size_t k = std::find(op.outputs.begin(), op.outputs.end(), t) - op.outputs.begin();
+      if (passing_at[k] != SIZE_MAX)
+        passing_[passing_at[k]].step = last;
+      else
+        last_step_[t] = last;
     }
-    passing_.push_back({obj, n_ + p, step});
   }
-  return step;
+  return last;
 }
 
 // Copies x from its host copy into obj, once the object's previous tenant is
@@ -1327,6 +1388,7 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
     ++cursor_[x];
     heap_touch(x);
     if (access != Access::kRead) dirty_[x] = 1;
+    if (access == Access::kUpdate) has_host_[x] = 0;  // the host copy is older now
     const ObjectId obj = obj_of_[x];
     if (needed_later(x) || kind_[x] == ItemKind::kPersistent) return;
     // Last use in the iteration: transients die, inputs are dropped.

@@ -98,18 +98,23 @@
 // the compute stream, Note [Plan semantics]). The search's genes say which
 // ops may be recomputed (search/ga.h); the planner checks that it is right
 // to: the op may run again (no updates; the graph does not forbid it; a
-// random op only when PlannerOptions::recompute_random), none of its outputs
-// is ever updated in place (the recompute makes version 1), and the next use
+// random op only when PlannerOptions::recompute_random), and the next use
 // comes while the op's inputs still hold what it read: no update of an
 // input between the op and the next use, and every transient input still
-// alive then (recompute_until_). When the dropped tensor is needed, its
+// alive then (recompute_until_). The recompute makes version 1 of the
+// outputs; an output updated in place since (batch norm's, by relu_) gets
+// the updates that ran before the next use replayed after it, in order
+// (Note [Update replay], graph/graph.h), each one on the version it
+// updated: so the window also ends where an update's inputs no longer hold
+// what it read, and at an update that may not be replayed (one of a
+// persistent tensor too, of two tensors, or of something it reads). When the dropped tensor is needed, its
 // inputs come back first (swapped in, or recomputed in turn: chains are
 // allowed), siblings still on the device are dropped (the step makes them
 // again), and outputs no later op reads only pass through their objects.
 //
-//   op  0: a = f(x)    evict a (drop: f may run again)
+//   op  0: a = f(x)    op 1: relu_(a)    evict a (drop: f may run again)
 //   ...
-//   op  9: recompute f [x -> a'],  then  op 9: g(a')
+//   op  9: recompute f [x -> a'],  replay relu_ [a'],  then  op 9: g(a')
 //
 // Recompute steps run before the compute step of the op that needs them,
 // keyed at its position; the simulator charges their op time to the compute

@@ -280,11 +280,21 @@ bool Verifier::structure() {
           return fail("step {} (recompute) names op {}, but the graph has {} ops", s, st.subject,
                       m);
         const Op& oo = g_.ops[st.subject];
-        if (!may_recompute(oo))
-          return fail("{}: {} may not run again ({})", step(s), op(st.subject),
-                      !oo.updates.empty()  ? "it updates tensors in place"
-                      : oo.outputs.empty() ? "it has no outputs"
-                                           : "the graph marks it recompute: false");
+        if (!may_recompute(oo) && !may_replay_update(g_, oo)) {
+          std::string why = "the graph marks it recompute: false";
+          if (oo.recompute && !oo.updates.empty()) {
+            why = "it updates tensors in place and creates tensors";
+            for (TensorId t : oo.updates)
+              if (!is_transient(g_.tensors[t].kind))
+                why = fmt::format(
+                    "it updates {} in place, and only in-place updates of transients are "
+                    "replayed",
+                    tensor(t));
+          } else if (oo.recompute) {
+            why = "it has no outputs";
+          }
+          return fail("{}: {} may not run again ({})", step(s), op(st.subject), why);
+        }
         const int64_t want = num_access_slots(oo);
         if (st.obj_begin < 0 || st.obj_end < st.obj_begin ||
             st.obj_end > static_cast<int64_t>(p_.recompute_objects.size()) ||
@@ -692,6 +702,8 @@ bool Verifier::compute_step(StepId s) {
     if (!check_resident(oo.updates[i], objs[nout + nin + i], Access::kUpdate)) return false;
   for (int i = 0; i < nin; ++i)  // what a recompute of o must read
     read_ver_[p_.access_begin[o] + nout + i] = ver_[oo.inputs[i]];
+  for (size_t i = 0; i < oo.updates.size(); ++i)  // and a replay of its updates
+    read_ver_[p_.access_begin[o] + nout + nin + i] = ver_[oo.updates[i]];
 
   // W1: outputs and the workspace need free objects.
   for (int i = 0; i < nout; ++i) {
@@ -840,36 +852,40 @@ bool Verifier::recompute_step(StepId s) {
   const int nin = static_cast<int>(oo.inputs.size());
   // R1: after the op's own run.
   if (!ran_[o]) return fail("{} runs {} again before its compute step", step(s), op(o));
-  // R2: its inputs resident at the versions the op read then.
-  for (int i = 0; i < nin; ++i) {
-    const TensorId t = oo.inputs[i];
-    const ObjectId x = objs[nout + i];
+  // R2 (inputs) and R4 (what it updates, Note [Update replay]): resident at
+  // the versions the op read or updated when it ran.
+  auto at_version = [&](TensorId t, int slot, Access a) {
+    const ObjectId x = objs[slot];
+    const char* from = a == Access::kRead ? "from" : "in";
     if (dev_obj_[t] != x) {
       if (dev_obj_[t] == kNoObject)
-        return fail("{} reads {} from object {}, but {} is not on the device ({})", step(s),
-                    tensor(t), x, tensor(t), not_resident_reason(t));
-      return fail("{} reads {} from object {}, but {} is in object {}", step(s), tensor(t), x,
-                  tensor(t), dev_obj_[t]);
+        return fail("{} {} {} {} object {}, but {} is not on the device ({})", step(s), verb(a),
+                    tensor(t), from, x, tensor(t), not_resident_reason(t));
+      return fail("{} {} {} {} object {}, but {} is in object {}", step(s), verb(a), tensor(t),
+                  from, x, tensor(t), dev_obj_[t]);
     }
-    const int32_t want = read_ver_[p_.access_begin[o] + nout + i];
+    const int32_t want = read_ver_[p_.access_begin[o] + slot];
     if (dev_ver_[t] != want)
-      return fail(
-          "{} reads {} in object {}, which holds version {}, but {} read version {} when it ran",
-          step(s), tensor(t), x, dev_ver_[t], op(o), want);
+      return fail("{} {} {} in object {}, which holds version {}, but {} {} version {} when it ran",
+                  step(s), verb(a), tensor(t), x, dev_ver_[t], op(o),
+                  a == Access::kRead ? "read" : "updated", want);
     if (!hb(data_step_[t], s))
-      return fail("{} reads {} in object {} but does not wait for {}, which puts it there", step(s),
-                  tensor(t), x, step(data_step_[t]));
-  }
-  // R3: its outputs into free objects; each is then version 1 of its tensor,
-  // which must be the latest; a dead one's object is free again at once.
+      return fail("{} {} {} in object {} but does not wait for {}, which puts it there", step(s),
+                  verb(a), tensor(t), x, step(data_step_[t]));
+    return true;
+  };
+  for (int i = 0; i < nin; ++i)
+    if (!at_version(oo.inputs[i], nout + i, Access::kRead)) return false;
+  for (size_t i = 0; i < oo.updates.size(); ++i)
+    if (!at_version(oo.updates[i], nout + nin + static_cast<int>(i), Access::kUpdate)) return false;
+  // R3: its outputs into free objects; each is then version 1 of its tensor
+  // (later versions need the replays of their updates, R4, before the next
+  // access, W3); a dead one's object is free again at once.
   for (int i = 0; i < nout; ++i) {
     const TensorId t = oo.outputs[i];
     if (dev_obj_[t] != kNoObject)
       return fail("{} recreates {}, but {} is on the device already, in object {}", step(s),
                   tensor(t), tensor(t), dev_obj_[t]);
-    if (!dead_[t] && ver_[t] != 1)
-      return fail("{} recreates version 1 of {}, but its latest version is {} (written by {})",
-                  step(s), tensor(t), ver_[t], step(write_step_[t]));
     if (!arrive(s, objs[i], t, static_cast<int>(Stream::kCompute))) return false;
     if (dead_[t]) {
       tenant_[loc(objs[i])] = kFree;
@@ -879,7 +895,14 @@ bool Verifier::recompute_step(StepId s) {
     dev_ver_[t] = 1;
     data_step_[t] = s;
   }
-  return run_on_objects(s, o, objs.data());
+  if (!run_on_objects(s, o, objs.data())) return false;
+  for (size_t i = 0; i < oo.updates.size(); ++i) {
+    const TensorId t = oo.updates[i];
+    touch_[loc(objs[nout + nin + i])][0] = s;
+    dev_ver_[t] = read_ver_[p_.access_begin[o] + nout + nin + i] + 1;
+    data_step_[t] = s;
+  }
+  return true;
 }
 
 // Whether a recompute recreates t after step s and before the next compute

@@ -91,12 +91,19 @@
 //       o read when it ran, and the recompute HB-follows the step that put
 //       that version there.
 //   R3  each output is not on the device, goes into a free object (W1), and
-//       is then resident at version 1, which must be its latest version (no
-//       in-place update since its creation); an output past its last access
-//       only passes through its object (freed at once); the workspace as W1.
+//       is then resident at version 1; if in-place updates made later
+//       versions, the replays of those updates (R4) must follow before the
+//       next access, which W3 checks; an output past its last access only
+//       passes through its object (freed at once); the workspace as W1.
+//   R4  (a replay of an in-place update, Note [Update replay] in
+//       graph/graph.h) each tensor it updates is resident in the step's
+//       object for it, at the version o updated when it ran, and the replay
+//       HB-follows the step that put that version there; it is then at the
+//       next version, the one o made.
 //   S5 also checks that o may run again (may_recompute: no updates, not
-//   marked recompute: false) and that the step's objects, one per access
-//   slot of o, exist and fit their tensors.
+//   marked recompute: false; or may_replay_update: it only updates
+//   transients and creates nothing) and that the step's objects, one per
+//   access slot of o, exist and fit their tensors.
 // The end (steady state: the next iteration starts where this one ends):
 //   E1  every initial_resident tensor is in its same object at the end, at its
 //       latest version.

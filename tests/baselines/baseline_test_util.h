@@ -32,6 +32,7 @@ struct Chain {
   TensorId x = 0;
   std::vector<TensorId> a, w;  // a[j], w[j]: j = 1..L (a[0] = x)
   std::vector<OpId> f;         // f[j]: j = 1..L
+  OpId u = -1;                 // the in-place update of a[in_place] (like relu_), if any
 };
 
 inline Chain chain_graph(int layers, int in_place = 0) {
@@ -52,6 +53,7 @@ inline Chain chain_graph(int layers, int in_place = 0) {
       const OpId u = b.op({}, {}, {c.a[j]});
       b.g.ops[u].phase = Phase::kForward;
       b.g.ops[u].name = fmt::format("u{}", j);
+      c.u = u;
     }
   }
   TensorId d = c.a[layers];

@@ -148,11 +148,25 @@ TEST(Checkpoint, InfeasibleBelowItsMinimumWithAClearReason) {
   EXPECT_EQ(none.why, "the graph has no backward phase, which checkpointing needs");
 }
 
-// a2 is updated in place by u2 (relu_), so f2 may not run again: two
-// segments drop a1 and a3 only, and keep a2 on the device instead of
-// copying it out (Directives::drop_only).
-TEST(Checkpoint, KeepsWhatMayNotBeRecomputed) {
+// a2 is updated in place by u2 (relu_): two segments drop a1, a2 and a3,
+// and a2 is made again by f2 and then u2 (Note [Update replay]).
+TEST(Checkpoint, ReplaysInPlaceUpdatesAfterTheRecompute) {
   const Chain c = chain_graph(8, 2);
+  const DeviceProfile dev = load_device("v100-16gb");
+  const Problem pb(c.g, dev, 4000);
+  for (Allocator alloc : kAllocators) {
+    const auto t = two_segments(pb, alloc).second;
+    EXPECT_EQ(transients(c.g, t.dropped), (std::vector<TensorId>{c.a[1], c.a[2], c.a[3]}));
+    EXPECT_EQ(t.recomputed, (std::vector<OpId>{c.f[1], c.f[2], c.u, c.f[3]}));
+  }
+}
+
+// a2 is updated in place by u2, which the graph forbids to run again, so
+// f2 may not run again either: two segments drop a1 and a3 only, and keep
+// a2 on the device instead of copying it out (Directives::drop_only).
+TEST(Checkpoint, KeepsWhatMayNotBeRecomputed) {
+  Chain c = chain_graph(8, 2);
+  c.g.ops[c.u].recompute = false;
   const auto order = program_order(c.g.num_ops());
   EXPECT_EQ(checkpoint_drops(c.g, order, 2), (std::vector<TensorId>{c.a[1], c.a[2], c.a[3]}));
   const DeviceProfile dev = load_device("v100-16gb");

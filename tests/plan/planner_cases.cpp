@@ -70,7 +70,8 @@ int64_t min_feasible_budget(const Graph& g, const SizeTable& t) {
 
 void Tally::print(const char* what, uint64_t seed) const {
   std::cout << "[ verify_test ] " << what << " (seed " << seed << "): " << planned << " plans, "
-            << planned - failures << " verified, " << recompute_steps << " recompute steps\n";
+            << planned - failures << " verified, " << recompute_steps << " recompute steps ("
+            << replay_steps << " replays of in-place updates)\n";
 }
 
 bool verify_case(const Graph& g, const Plan& p, const std::string& what, Tally* tally) {
@@ -133,7 +134,12 @@ void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& 
                   << what << ": " << planned.why;
               continue;
             }
-            if (opt.recompute) tally->recompute_steps += plan_traffic(g, p).recomputes;
+            if (opt.recompute) {
+              tally->recompute_steps += plan_traffic(g, p).recomputes;
+              for (const Step& st : p.steps)
+                tally->replay_steps +=
+                    st.kind == StepKind::kRecompute && !g.ops[st.op()].updates.empty();
+            }
             ASSERT_TRUE(planned.ok) << what << ": " << planned.why;
             if (alloc == Allocator::kArena) {
               EXPECT_LE(p.arena_bytes(), budget) << what;

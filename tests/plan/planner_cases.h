@@ -41,6 +41,7 @@ struct Tally {
   int planned = 0;
   int failures = 0;
   int recompute_steps = 0;  // in the plans with recompute genes
+  int replay_steps = 0;     // of them, replays of in-place updates (Note [Update replay])
   void print(const char* what, uint64_t seed) const;
 };
 

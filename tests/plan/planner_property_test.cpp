@@ -84,6 +84,7 @@ TEST(VerifyProperty, EveryPlannerPlanVerifies) {
   EXPECT_EQ(tally.failures, 0);
   EXPECT_GE(tally.planned, 200 * 16);
   EXPECT_GT(tally.recompute_steps, 1000);  // the recompute variants do recompute
+  EXPECT_GT(tally.replay_steps, 100);       // and replay in-place updates (relu_)
 }
 
 TEST(VerifyProperty, EveryBaselinePlanVerifies) {

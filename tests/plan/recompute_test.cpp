@@ -31,17 +31,18 @@ constexpr TensorId kW = 0, kX = 1, kA = 2, kB = 3, kGw = 4;
 
 struct Builder {
   Plan p;
-  explicit Builder(const Graph& g) {
+  // Objects: x 0, w 1, a 2, b 3, gw 4; per_op: each op's access objects.
+  explicit Builder(const Graph& g, const std::vector<std::vector<ObjectId>>& per_op = {
+                                       {2, 0, 1}, {3, 2}, {4, 3, 2}, {4, 1}}) {
     p.method = "hand";
     p.memory_budget = 500;
-    p.order = {0, 1, 2, 3};
+    for (OpId o = 0; o < g.num_ops(); ++o)
+      p.order.push_back(o);
     p.pool.class_bytes = {100};
     p.pool.class_count = {5};
     p.layout_pool();
     p.tensor_class.assign(g.num_tensors(), 0);
     p.workspace_class.assign(g.num_ops(), -1);
-    // Objects: x 0, w 1, a 2, b 3, gw 4.
-    const std::vector<std::vector<ObjectId>> per_op = {{2, 0, 1}, {3, 2}, {4, 3, 2}, {4, 1}};
     p.access_begin = {0};
     for (const auto& objs : per_op) {
       p.access_objects.insert(p.access_objects.end(), objs.begin(), objs.end());
@@ -173,8 +174,9 @@ TEST(Recompute, OnlyOpsThatMayRunAgain) {
   const Graph g = small_graph();
   Builder b(g);
   b.add(StepKind::kRecompute, 3, kNoObject, {}, {4, 1});
-  EXPECT_NE(violation(g, b.p).find("op 3 'sgd' (test::op) may not run again (it updates tensors in "
-                                   "place)"),
+  EXPECT_NE(violation(g, b.p).find("op 3 'sgd' (test::op) may not run again (it updates tensor 0 "
+                                   "'w' in place, and only in-place updates of transients are "
+                                   "replayed)"),
             std::string::npos)
       << violation(g, b.p);
   Graph marked = g;
@@ -207,6 +209,86 @@ TEST(Recompute, NotBeforeTheOpRunsNorOverALiveCopy) {
                                    "already, in object 2"),
             std::string::npos)
       << violation(g, c.p);
+}
+
+// Note [Update replay]: fwd a = f(x, w), relu updates a in place, mid b =
+// g(a), bwd gw = h(b, a), sgd w -= gw. Objects: x 0, w 1, a 2, b 3, gw 4.
+Graph relu_graph() {
+  Graph g = testing::fwd_mid_bwd_sgd_graph(true);
+  validate_graph(g, "relu_graph");
+  return g;
+}
+
+// a (version 2, after relu) is dropped after mid and made again before bwd
+// by fwd (version 1) and a replay of relu (version 2):
+//   s0 in x  s1 in w  s2 C0 [a]  s3 C1 (relu)  s4 C2 [b]  s5 drop a
+//   s6 R0 [a, x, w]  s7 R1 [a]  s8 C3 [gw]  s9 C4  s10 out w
+// `replays` says how often s7 is there (0, 1 or 2 times); `replay_first`
+// puts it before the recompute.
+Plan relu_plan(const Graph& g, int replays = 1, bool replay_first = false) {
+  Builder b(g, {{2, 0, 1}, {2}, {3, 2}, {4, 3, 2}, {4, 1}});
+  b.run_fwd();
+  b.add(StepKind::kCompute, 1, kNoObject, {});
+  b.add(StepKind::kCompute, 2, kNoObject, {});
+  const StepId dropped = b.add(StepKind::kDrop, kA, 2, {4});
+  if (replay_first) b.add(StepKind::kRecompute, 1, kNoObject, {dropped}, {2});
+  b.add(StepKind::kRecompute, 0, kNoObject, {dropped}, {2, 0, 1});
+  for (int k = 0; k < replays && !replay_first; ++k)
+    b.add(StepKind::kRecompute, 1, kNoObject, {}, {2});
+  b.add(StepKind::kCompute, 3, kNoObject, {});
+  const StepId sgd = b.add(StepKind::kCompute, 4, kNoObject, {});
+  b.add(StepKind::kSwapOut, kW, 1, {sgd});
+  return b.p;
+}
+
+TEST(Recompute, InPlaceUpdatesAreReplayedAfterTheRecompute) {
+  const Graph g = relu_graph();
+  EXPECT_TRUE(may_replay_update(g, g.ops[1]));
+  EXPECT_FALSE(may_replay_update(g, g.ops[4]));  // sgd updates a parameter
+  const Plan p = relu_plan(g);
+  EXPECT_EQ(violation(g, p), "(verified)");
+  const std::string text = plan_to_json(g, p);
+  EXPECT_EQ(violation(g, parse_plan(g, text, "p.json")), "(verified)");
+  const std::vector<double> op_us = {10, 10, 10, 10, 10};
+  DeviceProfile d;
+  d.name = "test";
+  d.h2d_gbps = d.d2h_gbps = 0.001;
+  d.duplex_gbps = 0.002;
+  const SimResult s = Simulator().run(g, p, op_us, d);
+  ASSERT_TRUE(s.ok) << s.error;
+  EXPECT_EQ(s.recompute_us, 20);  // fwd and relu once more each
+}
+
+TEST(Recompute, AReplayMustFollowTheRecomputeOnce) {
+  const Graph g = relu_graph();
+  // Without the replay, bwd would read version 1 of a (before relu).
+  EXPECT_NE(violation(g, relu_plan(g, 0))
+                .find("(compute of op 3 'bwd' (test::op)) reads tensor 2 "
+                      "'a' in object 2, which holds version 1, but the "
+                      "latest is 2"),
+            std::string::npos)
+      << violation(g, relu_plan(g, 0));
+  // Twice would apply relu to its own result.
+  EXPECT_NE(violation(g, relu_plan(g, 2))
+                .find("(recompute of op 1 'relu' (test::op)) updates tensor "
+                      "2 'a' in object 2, which holds version 2, but op 1 "
+                      "'relu' (test::op) updated version 1 when it ran"),
+            std::string::npos)
+      << violation(g, relu_plan(g, 2));
+  // Before the recompute, a is not there to update.
+  EXPECT_NE(violation(g, relu_plan(g, 1, true))
+                .find("(recompute of op 1 'relu' (test::op)) updates tensor 2 'a' in object 2, "
+                      "but tensor 2 'a' is not on the device (it was dropped at step 5"),
+            std::string::npos)
+      << violation(g, relu_plan(g, 1, true));
+  // The graph may forbid the replay.
+  Graph marked = g;
+  marked.ops[1].recompute = false;
+  EXPECT_NE(violation(marked, relu_plan(marked))
+                .find("may not run again (the graph marks it recompute: "
+                      "false)"),
+            std::string::npos)
+      << violation(marked, relu_plan(marked));
 }
 
 }  // namespace
