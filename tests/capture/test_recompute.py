@@ -4,10 +4,17 @@ src/runtime/aten_kernels.h), run by CTest:
 
     test_recompute.py --case random-marks --cli build/swapadvisor
     test_recompute.py --case dropout-recompute --cli build/swapadvisor
+    test_recompute.py --case inplace-replay --cli build/swapadvisor
 
 random-marks: the capture marks exactly the ops that draw random numbers
 (tests/capture/entries/random_ops.py), in the graph (format 1.1) and the
 exec file, records the seed, and its replay then draws what eager draws.
+
+inplace-replay: an MLP whose linear layers' outputs are updated in place
+(the residual +=, then relu_; tests/capture/entries/inplace_mlp.py),
+planned at 60% of its peak live bytes (a deterministic search), where
+linear layers are recomputed and their in-place updates replayed after them (Note [Update replay]), trains under `run --kernels
+aten` bit for bit as the swap-only plan and as eager PyTorch within 1e-6.
 
 dropout-recompute: the Transformer LM with dropout 0.1, planned so that a
 native_dropout is recomputed, trains under `run --kernels aten` bit for bit
@@ -164,14 +171,60 @@ def check_dropout_recompute(cli, tmp):
     print(f"  unmarked: {u.stderr.strip()[:200]}")
 
 
+def check_inplace_replay(cli, tmp):
+    from swapadvisor_capture.reference import eager_train, rel_error, tensors_by_name
+    entry = "tests/capture/entries/inplace_mlp.py"
+    prefix = os.path.join(tmp, "mlp")
+    capture(entry, prefix)
+    graph = prefix + ".graph.json.gz"
+    g = read_json_gz(graph)
+    plan = prefix + ".plan.json"
+    must([cli, "plan", graph, "--device", SLOW_LINK, "--memory-fraction", "0.6",
+          "--evaluations", "200", "--threads", "1", "--seed", "1", "--quiet", "-o", plan], "plan")
+    steps = [s[1] for s in read_json_gz(plan)["steps"] if s[0] == "recompute"]
+    replays = sorted({g["ops"][o]["type"] for o in steps if g["ops"][o].get("updates")})
+    print(f"  {len(steps)} recompute steps, replays of {replays}")
+    check(replays == ["aten::add_", "aten::relu_"],
+          f"the plan replays both kinds of in-place update: {replays}")
+    r = train(cli, graph, plan, prefix + ".run.bin")
+    if r.returncode != 0 and "built without libtorch" in r.stderr:
+        print("SKIP: " + r.stderr.strip())
+        raise SystemExit(77)
+    if not check(r.returncode == 0, f"run --kernels aten: {r.stderr.strip()[:400]}"):
+        return
+    rj = json.loads(r.stdout)
+    check(rj["aten"]["ops_recomputed"] == 3 * len(steps), f"every step ran: {rj['aten']}")
+    must([cli, "plan", graph, "--device", SLOW_LINK, "--memory-fraction", "0.6",
+          "--evaluations", "200", "--threads", "1", "--no-recompute", "--quiet",
+          "-o", prefix + ".swap.json"], "plan --no-recompute")
+    s = train(cli, graph, prefix + ".swap.json", prefix + ".swap.bin")
+    if check(s.returncode == 0, f"run of the swap-only plan: {s.stderr.strip()[:400]}"):
+        sj = json.loads(s.stdout)
+        print(f"  losses {rj['losses']}\n  swap-only {sj['losses']}")
+        check(rj["losses"] == sj["losses"], "losses equal the swap-only plan's bit for bit")
+        with open(prefix + ".run.bin", "rb") as a, open(prefix + ".swap.bin", "rb") as b:
+            check(a.read() == b.read(), "final state equals the swap-only plan's bit for bit")
+    losses, state = eager_train(os.path.join(ROOT, entry), 3, initial=prefix + ".values.bin",
+                                graph=graph)
+    print(f"  eager {losses}")
+    check(all(abs(a - b) <= 1e-6 * abs(b) for a, b in zip(rj["losses"], losses)),
+          "losses equal eager's within 1e-6 (docs/capture.md)")
+    mine = tensors_by_name(prefix + ".run.bin", graph)
+    worst = max(rel_error(mine[n], state[n]) for n in mine if n in state)
+    check(worst <= 1e-5, f"final state within 1e-5 of eager's (worst {worst:g})")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--case", required=True, choices=["random-marks", "dropout-recompute"])
+    ap.add_argument("--case", required=True,
+                    choices=["random-marks", "dropout-recompute", "inplace-replay"])
     ap.add_argument("--cli", required=True, help="the swapadvisor executable")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if a.case == "random-marks":
             check_random_marks(a.cli, tmp)
+        elif a.case == "inplace-replay":
+            check_inplace_replay(a.cli, tmp)
         else:
             check_dropout_recompute(a.cli, tmp)
     return verdict()
