@@ -438,8 +438,11 @@ void SwapPlanner::Pass::bind_ops(std::span<const OpId> order, const PlannerOptio
         p != kNoOp && uo.updates.size() == 1 && may_replay_update(g_, uo) && may_run_again(uo);
     for (TensorId t : uo.updates)
       replay = replay && producer_[t] == p;
-    for (TensorId x : uo.inputs)
-      replay = replay && producer_[x] != p;  // it reads p's outputs as they are now
+    // Only updates that read nothing else (relu_, not the residual add_): a
+    // replay's inputs must be there, so replays of updates that read other
+    // recomputable tensors chain recomputes from block to block, back to
+    // the start of the net, and no budget holds all they pin at once.
+    replay = replay && uo.inputs.empty();
     for (TensorId t : uo.updates) {
       const OpId q = producer_[t];
       if (q == kNoOp || recompute_until_[q] < 0) continue;
@@ -1857,9 +1860,43 @@ std::span<const PackItem> SwapPlanner::last_packing() const {
   return pass_->pack_items();
 }
 
+template <class F>
+PlanResult SwapPlanner::with_repairs(const PlannerOptions& options, F&& once) {
+  if (!options.recompute) return once(options);
+  std::vector<uint8_t> genes = *options.recompute;
+  PlannerOptions opt = options;
+  opt.recompute = &genes;
+  std::vector<OpId> off;
+  for (int repair = 0;; ++repair) {
+    PlanResult r = once(opt);
+    r.not_recomputed.insert(r.not_recomputed.begin(), off.begin(), off.end());
+    if (r.ok || r.not_recomputed.size() == off.size() || repair == kRecomputeRepairs ||
+        !genes[r.not_recomputed.back()])  // the op that found no memory was not recomputing
+      return r;
+    off = r.not_recomputed;
+    genes[off.back()] = 0;
+  }
+}
+
 PlanResult SwapPlanner::plan(std::span<const OpId> order, const Allocation& a, int64_t budget,
                              const PlannerOptions& options, Plan* out,
                              const Directives* directives) {
+  return with_repairs(options, [&](const PlannerOptions& opt) {
+    return plan_once(order, a, budget, opt, out, directives);
+  });
+}
+
+PlanResult SwapPlanner::plan_arena(std::span<const OpId> order, int64_t capacity, int64_t budget,
+                                   const PlannerOptions& options, Plan* out,
+                                   const Directives* directives) {
+  return with_repairs(options, [&](const PlannerOptions& opt) {
+    return plan_arena_once(order, capacity, budget, opt, out, directives);
+  });
+}
+
+PlanResult SwapPlanner::plan_once(std::span<const OpId> order, const Allocation& a, int64_t budget,
+                                  const PlannerOptions& options, Plan* out,
+                                  const Directives* directives) {
   SA_CHECK(static_cast<int>(order.size()) == pass_->num_ops(), "order has {} ops, graph {}",
            order.size(), pass_->num_ops());
   SA_CHECK(is_well_formed(pass_->sizes(), a), "malformed allocation");
@@ -1886,6 +1923,7 @@ PlanResult SwapPlanner::plan(std::span<const OpId> order, const Allocation& a, i
     pass_->emit(cnt, budget, std::move(resident), out, &r);
   } catch (const NoMemoryToRecompute& e) {
     r.why = no_memory_to_recompute(pass_->graph(), e.op, e.position);
+    r.not_recomputed = {e.op};
     return r;
   }
   r.ok = true;
@@ -1893,9 +1931,9 @@ PlanResult SwapPlanner::plan(std::span<const OpId> order, const Allocation& a, i
   return r;
 }
 
-PlanResult SwapPlanner::plan_arena(std::span<const OpId> order, int64_t capacity, int64_t budget,
-                                   const PlannerOptions& options, Plan* out,
-                                   const Directives* directives) {
+PlanResult SwapPlanner::plan_arena_once(std::span<const OpId> order, int64_t capacity,
+                                        int64_t budget, const PlannerOptions& options, Plan* out,
+                                        const Directives* directives) {
   SA_CHECK(static_cast<int>(order.size()) == pass_->num_ops(), "order has {} ops, graph {}",
            order.size(), pass_->num_ops());
   PlanResult r;
@@ -1919,9 +1957,10 @@ PlanResult SwapPlanner::plan_arena(std::span<const OpId> order, int64_t capacity
       // packing fits.
       PlannerOptions packed = options;
       packed.layout = ArenaLayout::kPacked;
-      return plan_arena(order, capacity, budget, packed, out, directives);
+      return plan_arena_once(order, capacity, budget, packed, out, directives);
     } catch (const NoMemoryToRecompute& e) {
       r.why = no_memory_to_recompute(pass_->graph(), e.op, e.position);
+      r.not_recomputed = {e.op};
       return r;
     }
   }
@@ -1935,6 +1974,7 @@ PlanResult SwapPlanner::plan_arena(std::span<const OpId> order, int64_t capacity
       resident = pass_->run_passes({});
     } catch (const NoMemoryToRecompute& e) {
       r.why = no_memory_to_recompute(pass_->graph(), e.op, e.position);
+      r.not_recomputed = {e.op};
       return r;
     }
     const int64_t peak = pass_->pack();

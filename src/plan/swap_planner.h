@@ -107,10 +107,10 @@
 // (Note [Update replay], graph/graph.h), each one on the version it
 // updated: so the window also ends where an update's inputs no longer hold
 // what it read, and at an update that may not be replayed (one of a
-// persistent tensor too, of two tensors, or of something it reads). When the dropped tensor is needed, its
-// inputs come back first (swapped in, or recomputed in turn: chains are
-// allowed), siblings still on the device are dropped (the step makes them
-// again), and outputs no later op reads only pass through their objects.
+// persistent tensor too, of two tensors, or of something it reads). When the dropped tensor is
+// needed, its inputs come back first (swapped in, or recomputed in turn: chains are allowed),
+// siblings still on the device are dropped (the step makes them again), and outputs no later op
+// reads only pass through their objects.
 //
 //   op  0: a = f(x)    op 1: relu_(a)    evict a (drop: f may run again)
 //   ...
@@ -119,6 +119,15 @@
 // Recompute steps run before the compute step of the op that needs them,
 // keyed at its position; the simulator charges their op time to the compute
 // stream. With recompute null the plans are exactly the swap-only ones.
+//
+// Note [Recompute repair]: a recompute needs its op's inputs, outputs and
+// workspace on the device at once, with everything its chain brings back
+// pinned; when a chain is long, that may not fit beside what the op at
+// that position holds, and the pass stops (NoMemoryToRecompute) with
+// drops behind it that cannot be undone. plan() and plan_arena() then plan
+// again with that op's recompute turned off (its outputs are swapped, or
+// stay), up to kRecomputeRepairs times: a plan of the search's genes minus
+// what does not fit, instead of none.
 //
 // Two baselines recompute without swapping (baselines/checkpoint.h,
 // baselines/dtr.h). Directives::drop_only makes a directed eviction a drop
@@ -209,6 +218,10 @@ struct PlanResult {
   std::optional<SimResult> simulation;
   int64_t capacity = 0;     // arena: the byte capacity the walk used (after repairs)
   int64_t arena_bytes = 0;  // the plan's arena_bytes(): the pool's, or the packing's peak
+  // Note [Recompute repair]: the ops whose recomputes found no memory, in
+  // the passes before this plan, and were then not recomputed; when !ok
+  // for that reason, the last one.
+  std::vector<OpId> not_recomputed;
 };
 
 class SwapPlanner {
@@ -240,7 +253,20 @@ class SwapPlanner {
   // measuring packings (bench/bench_packing.cpp).
   std::span<const PackItem> last_packing() const;
 
+  // Note [Recompute repair]: how often a plan is made again without the
+  // recompute of an op that found no memory.
+  static constexpr int kRecomputeRepairs = 4;
+
  private:
+  PlanResult plan_once(std::span<const OpId> order, const Allocation& a, int64_t budget,
+                       const PlannerOptions& options, Plan* out, const Directives* directives);
+  PlanResult plan_arena_once(std::span<const OpId> order, int64_t capacity, int64_t budget,
+                             const PlannerOptions& options, Plan* out,
+                             const Directives* directives);
+  // Runs `once` with options.recompute, and again without the recompute of
+  // each op that found no memory, up to kRecomputeRepairs times.
+  template <class F>
+  PlanResult with_repairs(const PlannerOptions& options, F&& once);
   class Pass;
   std::unique_ptr<Pass> pass_;  // the walk and its reusable buffers
 };

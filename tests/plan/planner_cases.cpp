@@ -71,7 +71,8 @@ int64_t min_feasible_budget(const Graph& g, const SizeTable& t) {
 void Tally::print(const char* what, uint64_t seed) const {
   std::cout << "[ verify_test ] " << what << " (seed " << seed << "): " << planned << " plans, "
             << planned - failures << " verified, " << recompute_steps << " recompute steps ("
-            << replay_steps << " replays of in-place updates)\n";
+            << replay_steps << " replays of in-place updates), " << repaired
+            << " plans repaired (Note [Recompute repair])\n";
 }
 
 bool verify_case(const Graph& g, const Plan& p, const std::string& what, Tally* tally) {
@@ -139,6 +140,14 @@ void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& 
               for (const Step& st : p.steps)
                 tally->replay_steps +=
                     st.kind == StepKind::kRecompute && !g.ops[st.op()].updates.empty();
+              // Note [Recompute repair]: what found no memory is not recomputed.
+              tally->repaired += planned.ok && !planned.not_recomputed.empty();
+              for (const Step& st : p.steps)
+                if (st.kind == StepKind::kRecompute)
+                  EXPECT_EQ(std::count(planned.not_recomputed.begin(), planned.not_recomputed.end(),
+                                       st.op()),
+                            0)
+                      << what;
             }
             ASSERT_TRUE(planned.ok) << what << ": " << planned.why;
             if (alloc == Allocator::kArena) {
