@@ -24,7 +24,27 @@ constexpr std::array<std::pair<Phase, std::string_view>, 3> kPhaseNames{{
     {Phase::kUpdate, "update"},
 }};
 
+constexpr std::array<std::pair<MathType, std::string_view>, 5> kMathNames{{
+    {MathType::kFp32, "float32"},
+    {MathType::kTf32, "tf32"},
+    {MathType::kFp16, "float16"},
+    {MathType::kBf16, "bfloat16"},
+    {MathType::kFp8, "float8"},
+}};
+
 }  // namespace
+
+std::string_view to_string(MathType m) {
+  for (const auto& [math, name] : kMathNames)
+    if (math == m) return name;
+  return "?";
+}
+
+std::optional<MathType> parse_math_type(std::string_view s) {
+  for (const auto& [math, name] : kMathNames)
+    if (name == s) return math;
+  return std::nullopt;
+}
 
 std::string_view to_string(TensorKind k) {
   for (const auto& [kind, name] : kKindNames)
