@@ -1,6 +1,6 @@
 #pragma once
 // Measured GEMM rates per math type, for the device profile `swapadvisor
-// bandwidth` writes (docs/devices.md, "Measured profiles"): one short
+// bandwidth` writes (docs/runtime.md, "swapadvisor bandwidth"): one short
 // n x n x n matrix product per type, timed after a warm-up, best of the
 // repeats. A measured rate replaces the datasheet peak the built-in profile
 // would give.
