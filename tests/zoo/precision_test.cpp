@@ -3,10 +3,12 @@
 // builder_test.cpp, HandCheckedMlp).
 
 #include <algorithm>
+#include <cstdio>
 
 #include <gtest/gtest.h>
 
 #include "graph/dataflow.h"
+#include "graph/graph_io.h"
 #include "graph/stats.h"
 #include "graph/validate.h"
 #include "test_util.h"
@@ -104,6 +106,25 @@ TEST(ZooPrecision, Fp32IsUnchangedAndBadPrecisionIsAnError) {
     EXPECT_EQ(op.math, MathType::kFp32);
   EXPECT_EQ(testing::error_of([] { mlp("fp8"); }),
             "unknown precision 'fp8' (use fp32, bf16 or fp16)");
+}
+
+// --precision reaches the zoo from every command that takes --model (the
+// same GraphSource), and a BF16 graph written by `zoo` reads back as format
+// 1.2 with its op dtypes.
+TEST(ZooPrecision, CliTakesPrecision) {
+  const std::string path = ::testing::TempDir() + "zoo_mlp_bf16.json";
+  auto r = testing::run_cli("zoo --model mlp-1 --batch 4 --precision bf16 -o " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Graph back = read_graph(path);
+  EXPECT_EQ(peak_live_bytes(back), 66968);
+  EXPECT_EQ(back.ops[3].math, MathType::kBf16);
+  std::remove(path.c_str());
+  r = testing::run_cli("stats --model mlp-1 --batch 4 --precision fp16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"persistent_bytes\": 39548"), std::string::npos) << r.out;
+  r = testing::run_cli("plan --model mlp-1 --batch 4 --precision fp8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--precision"), std::string::npos) << r.err;
 }
 
 }  // namespace
