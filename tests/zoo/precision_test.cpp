@@ -108,6 +108,36 @@ TEST(ZooPrecision, Fp32IsUnchangedAndBadPrecisionIsAnError) {
             "unknown precision 'fp8' (use fp32, bf16 or fp16)");
 }
 
+// The zoo's BF16 ResNets against the same models captured from PyTorch 1.13
+// under CPU autocast (tests/data/amp/, docs/zoo.md "Mixed precision"): peak
+// live bytes within 0.01% (captures round every tensor up to 64 bytes),
+// persistent bytes within 64 once the captures' num_batches_tracked
+// counters (which the zoo leaves out) are set aside, flops within 1%.
+TEST(ZooPrecision, Bf16ResNetsMatchAutocastCaptures) {
+  struct Capture {
+    const char* file;
+    const char* model;
+    int batch;
+  };
+  for (const Capture& c : {Capture{"amp/resnet50-b64-bf16.json.gz", "resnet50", 64},
+                           Capture{"amp/resnet152-b32-bf16.json.gz", "resnet152", 32}}) {
+    const Graph captured = read_graph(testing::data_path(c.file));
+    ZooOptions o;
+    o.model = c.model;
+    o.batch = c.batch;
+    o.precision = "bf16";
+    int64_t counters = 0;
+    for (const Tensor& t : captured.tensors)
+      if (t.name.find("num_batches_tracked") != std::string::npos) counters += t.bytes;
+    const GraphStats real = compute_stats(captured);
+    const GraphStats ours = compute_stats(build_zoo_model(o));
+    EXPECT_NEAR(static_cast<double>(ours.peak_live_bytes) / real.peak_live_bytes, 1.0, 1e-4)
+        << c.model << ": zoo " << ours.peak_live_bytes << ", captured " << real.peak_live_bytes;
+    EXPECT_NEAR(ours.persistent_bytes, real.persistent_bytes - counters, 64) << c.model;
+    EXPECT_NEAR(ours.flops / real.flops, 1.0, 0.01) << c.model;
+  }
+}
+
 // --precision reaches the zoo from every command that takes --model (the
 // same GraphSource), and a BF16 graph written by `zoo` reads back as format
 // 1.2 with its op dtypes.
