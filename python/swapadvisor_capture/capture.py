@@ -10,7 +10,7 @@ import torch
 
 from . import __version__
 from .encode import dtype_name
-from .entry import load_entry, named_state, optimizer_config, prepare
+from .entry import autocast_context, load_entry, named_state, optimizer_config, prepare
 from .errors import CaptureError
 from .recorder import Recorder, TensorInfo, round_up, storage_bytes_view, storage_of
 from .values import write_values
@@ -98,9 +98,24 @@ def _no_profiler_markers():
         prof.record_function = saved
 
 
+def op_math(tensors, r):
+    """The math an op runs in, as graph format 1.2's op "dtype": a half type
+    when it reads or writes a tensor of one, else None (float32, the
+    default)."""
+    dtypes = {tensors[t].dtype for t in list(r.inputs) + list(r.outputs) + list(r.updates)}
+    for name in ("bfloat16", "float16"):
+        if name in dtypes:
+            return name
+    return None
+
+
 def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, device="cpu",
-            name=None, align=64, check_mutations=True, seed=0, entry_args=None):
-    """entry_args: keyword arguments for the entry point's build()."""
+            name=None, align=64, check_mutations=True, seed=0, entry_args=None, autocast=None):
+    """entry_args: keyword arguments for the entry point's build(). autocast:
+    "bf16" or "fp16" records the iteration with the forward pass under
+    torch.autocast (the casts it makes are recorded ops, so a replay needs no
+    autocast); each op touching a tensor of that type gets the op field
+    "dtype" (graph format 1.2)."""
     setup = load_entry(entry, seed=seed, args=entry_args)
     opt_name, opt_cfg = optimizer_config(setup, optimizer, lr=lr, momentum=momentum,
                                          weight_decay=weight_decay)
@@ -143,7 +158,8 @@ def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, de
     try:
         with _no_profiler_markers(), rec:
             on_phase("forward")
-            loss = setup.loss_fn(model(*inputs), target)
+            with autocast_context(dev.type, autocast):
+                loss = setup.loss_fn(model(*inputs), target)
             loss_info = registry.get(storage_of(loss)._cdata) if isinstance(loss, torch.Tensor) else None
             loss_geom = None
             if loss_info is not None:
@@ -196,6 +212,9 @@ def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, de
             e["name"] = r.module
         if r.random:
             e["random"] = True  # graph format 1.1 (docs/graph-format.md)
+        math = op_math(tensors, r)
+        if math:
+            e["dtype"] = math  # graph format 1.2: the math its flops run in
         g_ops.append(e)
     src = (f"swapadvisor-capture {__version__}: torch {torch.__version__}, one {opt_name} "
            f"training iteration recorded at the ATen dispatcher on {dev.type} "
@@ -204,7 +223,9 @@ def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, de
            f"); bytes are storage bytes rounded up to {align}")
     cap.graph = {"format": "swapadvisor-graph", "version": 1, "name": name, "source": src,
                  "tensors": g_tensors, "ops": g_ops}
-    if any(r.random for r in rec.ops):
+    if any("dtype" in o for o in g_ops):
+        cap.graph["minor_version"] = 2
+    elif any(r.random for r in rec.ops):
         cap.graph["minor_version"] = 1
 
     # The last forward op that wrote the loss: its value is read right after it.

@@ -72,6 +72,9 @@ def cmd_capture(argv):
                    help="time every op on the GPU (CUDA) and write time_us into the graph")
     p.add_argument("--profile-device", default="cuda")
     p.add_argument("--profile-iterations", type=int, default=5)
+    p.add_argument("--autocast", choices=["bf16", "fp16"], default=None,
+                   help="run the forward pass under torch.autocast with this type (automatic "
+                        "mixed precision; bf16 only on the CPU)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     a = p.parse_args(argv)
     from .capture import capture
@@ -79,7 +82,8 @@ def cmd_capture(argv):
     entry_args = parse_entry_args(a.entry_arg)
     cap = capture(a.entry, optimizer=a.optimizer, lr=a.lr, momentum=a.momentum,
                   weight_decay=a.weight_decay, device=a.device, name=a.name, align=a.align,
-                  check_mutations=not a.no_mutation_check, seed=a.seed, entry_args=entry_args)
+                  check_mutations=not a.no_mutation_check, seed=a.seed, entry_args=entry_args,
+                  autocast=a.autocast)
     prefix = a.output or os.path.splitext(os.path.basename(a.entry))[0]
     files = cap.write(prefix)
     rec = cap.recorder
@@ -165,6 +169,8 @@ def cmd_eager(argv):
     p.add_argument("--initial", help="a capture's values file: check build() made these values")
     p.add_argument("--graph", help="the capture's graph (names -> tensor ids)")
     p.add_argument("--save-values", help="write the final persistent values (needs --graph)")
+    p.add_argument("--autocast", choices=["bf16", "fp16"], default=None,
+                   help="forward passes under torch.autocast with this type")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     if a.iterations < 0 or a.warmup < 0:
@@ -181,7 +187,7 @@ def cmd_eager(argv):
     run = eager_run(a.entry, a.iterations, a.optimizer, a.lr, a.momentum, a.weight_decay,
                     a.device, a.seed, a.initial, a.graph,
                     entry_args=parse_entry_args(a.entry_arg), save_on_cpu=a.save_on_cpu,
-                    warmup=a.warmup, keep_state=bool(a.save_values))
+                    warmup=a.warmup, keep_state=bool(a.save_values), autocast=a.autocast)
     if a.save_values:
         g = read_json_gz(a.graph)
         entries = []

@@ -19,6 +19,7 @@ sizes without editing it.
 """
 
 import ast
+import contextlib
 import importlib.util
 import inspect
 import os
@@ -132,11 +133,32 @@ def prepare(setup, device, opt_name, opt_cfg):
     return model, inputs, target, opt
 
 
-def train_step(model, inputs, target, loss_fn, opt, on_phase=None):
-    """One eager training iteration; returns the loss tensor."""
+AUTOCAST_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+
+
+def autocast_context(device_type, autocast):
+    """The forward pass's context: torch.autocast with the low-precision type
+    of autocast ("bf16" or "fp16"), or nothing when autocast is None. On the
+    CPU, PyTorch 1.13 autocasts to bfloat16 only."""
+    if autocast is None:
+        return contextlib.nullcontext()
+    if autocast not in AUTOCAST_DTYPES:
+        raise CaptureError(f"unknown autocast type {autocast!r} (use bf16 or fp16)")
+    dtype = getattr(torch, AUTOCAST_DTYPES[autocast])
+    if device_type == "cpu" and dtype != torch.bfloat16:
+        raise CaptureError("autocast on the CPU supports bf16 only")
+    return torch.autocast(device_type=device_type, dtype=dtype)
+
+
+def train_step(model, inputs, target, loss_fn, opt, on_phase=None, autocast=None):
+    """One eager training iteration; returns the loss tensor. autocast: "bf16"
+    or "fp16" runs the forward pass and the loss under torch.autocast (the
+    backward follows the types autocast chose, as in PyTorch's recipe)."""
     if on_phase:
         on_phase("forward")
-    loss = loss_fn(model(*inputs), target)
+    device_type = inputs[0].device.type if inputs else "cpu"
+    with autocast_context(device_type, autocast):
+        loss = loss_fn(model(*inputs), target)
     if on_phase:
         on_phase("backward")
     loss.backward()

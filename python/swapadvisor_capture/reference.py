@@ -42,7 +42,7 @@ class EagerRun:
 
 def eager_run(entry, iterations, optimizer=None, lr=None, momentum=None, weight_decay=None,
               device="cpu", seed=0, initial=None, graph=None, entry_args=None,
-              save_on_cpu=False, warmup=0, keep_state=True):
+              save_on_cpu=False, warmup=0, keep_state=True, autocast=None):
     """Trains the entry point for `warmup` untimed and then `iterations`
     timed steps, gradients set to None before each. initial/graph: a values
     file and its graph, whose values (matched by name) are loaded first and
@@ -50,7 +50,9 @@ def eager_run(entry, iterations, optimizer=None, lr=None, momentum=None, weight_
     save_on_cpu: forward and backward inside
     torch.autograd.graph.save_on_cpu (pinned host memory on CUDA; CPU-only
     torch cannot pin), which keeps the tensors autograd saves for the
-    backward pass in host memory. Returns an EagerRun."""
+    backward pass in host memory. autocast: "bf16" or "fp16" runs each forward
+    pass under torch.autocast, as a capture with that autocast recorded it.
+    Returns an EagerRun."""
     setup = load_entry(entry, seed=seed, args=entry_args)
     opt_name, cfg = optimizer_config(setup, optimizer, lr=lr, momentum=momentum,
                                      weight_decay=weight_decay)
@@ -91,7 +93,7 @@ def eager_run(entry, iterations, optimizer=None, lr=None, momentum=None, weight_
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         with saving():
-            loss = train_step(model, inputs, target, setup.loss_fn, opt)
+            loss = train_step(model, inputs, target, setup.loss_fn, opt, autocast=autocast)
         if cuda:
             torch.cuda.synchronize(dev)
         t1 = time.perf_counter()
@@ -108,14 +110,14 @@ def eager_run(entry, iterations, optimizer=None, lr=None, momentum=None, weight_
 
 
 def eager_train(entry, iterations, optimizer=None, lr=None, momentum=None, weight_decay=None,
-                device="cpu", seed=0, initial=None, graph=None, entry_args=None):
+                device="cpu", seed=0, initial=None, graph=None, entry_args=None, autocast=None):
     """Trains the entry point for `iterations` steps, gradients set to None
     before each (eager_run without warm-up or save_on_cpu). initial/graph: a
     values file and its graph, whose values (matched by name) are loaded
     first and must equal what build() made. Returns (losses, {name: tensor})
     of the final state."""
     r = eager_run(entry, iterations, optimizer, lr, momentum, weight_decay, device, seed,
-                  initial, graph, entry_args=entry_args)
+                  initial, graph, entry_args=entry_args, autocast=autocast)
     return r.losses, r.state
 
 

@@ -1,5 +1,6 @@
 // `swapadvisor bandwidth`: measure the host↔device link (each way alone and
-// both at once) and optionally write a device profile with it.
+// both at once) and the GEMM rate per math type (runtime/math_rates.h), and
+// optionally write a device profile with them.
 
 #include <algorithm>
 #include <cctype>
@@ -12,6 +13,7 @@
 #include "cli/options.h"
 #include "runtime/backends.h"
 #include "runtime/bandwidth.h"
+#include "runtime/math_rates.h"
 #include "util/error.h"
 #include "util/file_io.h"
 #include "util/units.h"
@@ -33,12 +35,36 @@ struct BandwidthArgs {
   int cuda_device = 0;
   std::string output;
   bool json = false;
+  int gemm = -1;  // GEMM size for the rate measurement; -1: the backend's default, 0: none
 };
 
+// A short GEMM per math type: big enough to reach the device's rate, small
+// enough to take well under a second (8192^3 is 1.1 TFLOP, about 40 ms in
+// FP32 on an H100); the host's plain C++ loop is far slower, hence 256.
+constexpr int kCudaGemm = 8192, kHostGemm = 256, kGemmRepeats = 5;
+
+// Puts the measured rates into the profile: on CUDA the measured FP32,
+// TF32, FP16 and BF16 rates replace the base's datasheet peaks (FP8 keeps
+// the datasheet figure); on the host the CPU's FP32 rate is the peak and no
+// tensor-core rate is claimed.
+void apply_rates(DeviceProfile& p, const runtime::MathRates& m, bool cuda) {
+  p.peak_tflops = m.fp32;
+  if (cuda) {
+    p.tf32_tflops = m.tf32;
+    p.fp16_tflops = m.fp16;
+    p.bf16_tflops = m.bf16;
+  } else {
+    p.tf32_tflops = p.fp16_tflops = p.bf16_tflops = p.fp8_tflops = 0;
+  }
+}
+
 // The built-in profile whose compute figures a measured profile borrows.
-std::string base_for(const std::string& device_name) {
+std::string base_for(const std::string& device_name, int64_t memory_bytes) {
   std::string up = device_name;
   std::transform(up.begin(), up.end(), up.begin(), [](unsigned char c) { return std::toupper(c); });
+  // Before H200, which "GH200" contains; the HBM3e version has over 100 GB.
+  if (up.find("GH200") != std::string::npos)
+    return memory_bytes > int64_t{100} * 1000 * 1000 * 1000 ? "gh200-144gb" : "gh200-96gb";
   if (up.find("H200") != std::string::npos) return "h200-141gb";
   if (up.find("H100") != std::string::npos) return "h100-80gb";
   if (up.find("A100") != std::string::npos) return "a100-40gb";
@@ -82,21 +108,41 @@ void run_bandwidth(const BandwidthArgs& args) {
       args.backend == "host" && args.pace && args.time_scale > 0 ? args.time_scale : 1;
   const double h2d = m.h2d_gbps * scale, d2h = m.d2h_gbps * scale, duplex = m.duplex_gbps * scale;
 
-  DeviceProfile profile =
-      load_device(args.base == "auto" ? base_for(backend->device_name()) : args.base);
+  DeviceProfile profile = load_device(
+      args.base == "auto" ? base_for(backend->device_name(), backend->device_memory_bytes())
+                          : args.base);
   const std::string base_name = profile.name;
   profile.name = "measured-" + slug(backend->device_name());
   if (backend->device_memory_bytes() > 0) profile.memory_bytes = backend->device_memory_bytes();
   profile.h2d_gbps = h2d;
   profile.d2h_gbps = d2h;
   profile.duplex_gbps = duplex;
+  const bool cuda = args.backend == "cuda";
+  int gemm = args.gemm < 0 ? (cuda ? kCudaGemm : kHostGemm) : args.gemm;
+  runtime::MathRates rates;
+  if (gemm > 0) {
+    // The link is what this command is for: without cuBLAS, say so and keep
+    // the base's compute figures rather than losing the link measurement.
+    try {
+      rates = cuda ? runtime::measure_cuda_matmul(args.cuda_device, gemm, kGemmRepeats)
+                   : runtime::measure_host_matmul(gemm, kGemmRepeats);
+      apply_rates(profile, rates, cuda);
+    } catch (const Error& e) {
+      print_warnings({fmt::format("GEMM rates not measured: {}", e.what())});
+      gemm = 0;
+    }
+  }
   char date[32] = "";
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
   profile.source = fmt::format(
       "link measured by `swapadvisor bandwidth` on {} ({} backend, {} copies of {}, {}); memory "
-      "from the device; compute figures from the built-in profile {}",
-      backend->device_name(), backend->name(), args.repeats, format_bytes(*bytes), date, base_name);
+      "from the device; {}",
+      backend->device_name(), backend->name(), args.repeats, format_bytes(*bytes), date,
+      gemm == 0
+          ? "compute figures from the built-in profile " + base_name
+          : fmt::format("GEMM rates measured ({}); HBM bandwidth{} from the built-in profile {}",
+                        rates.how, cuda ? " and FP8 rate" : "", base_name));
   if (!args.output.empty()) write_file(args.output, device_to_json(profile) + "\n");
 
   if (args.json) {
@@ -107,6 +153,16 @@ void run_bandwidth(const BandwidthArgs& args) {
                         {"h2d_gbps", h2d},
                         {"d2h_gbps", d2h},
                         {"duplex_gbps", duplex}};
+    if (gemm > 0) {
+      nlohmann::json r = {{"fp32", rates.fp32}};
+      if (cuda) {
+        r["tf32"] = rates.tf32;
+        r["fp16"] = rates.fp16;
+        r["bf16"] = rates.bf16;
+      }
+      j["gemm_tflops"] = r;
+      j["gemm_size"] = gemm;
+    }
     fmt::print("{}\n", j.dump(2));
     return;
   }
@@ -116,6 +172,15 @@ void run_bandwidth(const BandwidthArgs& args) {
   fmt::print("h2d         {:.2f} GB/s\n", h2d);
   fmt::print("d2h         {:.2f} GB/s\n", d2h);
   fmt::print("both ways   {:.2f} GB/s in total\n", duplex);
+  if (gemm > 0) {
+    fmt::print("gemm {}^3  FP32 {:.3g} TFLOP/s", gemm, rates.fp32);
+    if (cuda)
+      fmt::print(", TF32 {:.3g}, FP16 {:.3g}, BF16 {:.3g} (FP8 not measured)", rates.tf32,
+                 rates.fp16, rates.bf16);
+    else
+      fmt::print(" on the CPU (other math types are not measured on the host)");
+    fmt::print("\n");
+  }
   if (!args.output.empty()) fmt::print("profile     {} written to {}\n", profile.name, args.output);
 }
 
@@ -146,6 +211,11 @@ void register_bandwidth(CLI::App& app) {
   cmd->add_flag("--pace,!--no-pace", args->pace, "host backend: pace the copies (default on)");
   cmd->add_option("--cuda-device", args->cuda_device, "CUDA device index")
       ->check(cuda_device_index());
+  cmd->add_option("--gemm", args->gemm,
+                  fmt::format("size N of the N^3 GEMM timed per math type (default {} on cuda, {} "
+                              "on host; 0: do not measure, keep the base's compute figures)",
+                              kCudaGemm, kHostGemm))
+      ->check(integer_in(0, 32768));
   cmd->add_option("-o,--output", args->output, "write a device profile (JSON) with the results");
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->callback([args] { run_bandwidth(*args); });

@@ -34,6 +34,7 @@ std::string graph_source(const GraphSource& s) {
   std::string out = fmt::format("--model {} --batch {}", s.model, s.batch);
   if (s.seq_len > 0) out += fmt::format(" --seq-len {}", s.seq_len);
   if (s.optimizer != "sgd") out += " --optimizer " + s.optimizer;
+  if (s.precision != "fp32") out += " --precision " + s.precision;
   return out;
 }
 

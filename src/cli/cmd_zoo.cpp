@@ -47,6 +47,7 @@ void register_zoo(CLI::App& app) {
       ->check(CLI::IsMember({"sgd", "sgd-plain", "adam"}));
   cmd->add_option("--seq-len", args->source.seq_len, "sequence length (sequence models)")
       ->check(positive_int());
+  add_precision_option(cmd, &args->source.precision);
   cmd->add_option("-o,--output", args->output, "output file (.json or .json.gz)");
   cmd->callback([args] { run_zoo(*args); });
 }

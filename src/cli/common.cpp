@@ -21,6 +21,13 @@ void GraphSource::add_options(CLI::App* app) {
       ->check(CLI::IsMember({"sgd", "sgd-plain", "adam"}));
   app->add_option("--seq-len", seq_len, "sequence length for sequence models (--model)")
       ->check(positive_int());
+  add_precision_option(app, &precision);
+}
+
+void add_precision_option(CLI::App* app, std::string* precision) {
+  app->add_option("--precision", *precision,
+                  "for --model: fp32, or automatic mixed precision bf16 or fp16 (docs/zoo.md)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
 }
 
 Graph GraphSource::load() const {
@@ -34,6 +41,7 @@ Graph GraphSource::load() const {
   o.batch = batch;
   o.optimizer = optimizer;
   o.seq_len = seq_len;
+  o.precision = precision;
   return build_zoo_model(o);
 }
 

@@ -18,13 +18,18 @@ struct GraphSource {
   int batch = 0;
   std::string optimizer = "sgd";
   int seq_len = 0;
+  std::string precision = "fp32";
 
-  // Adds FILE (positional, optional) and --model/--batch/--optimizer/--seq-len.
+  // Adds FILE (positional, optional) and --model/--batch/--optimizer/--seq-len/
+  // --precision.
   void add_options(CLI::App* app);
   // Reads the file or builds the zoo model; throws sa::Error with a clear
   // message when neither or both were given.
   Graph load() const;
 };
+
+// --precision fp32|bf16|fp16 (zoo and every command with --model).
+void add_precision_option(CLI::App* app, std::string* precision);
 
 // An int option's check: 1 to INT_MAX (--batch, --seq-len).
 CLI::Validator positive_int();

@@ -20,23 +20,45 @@ using json = nlohmann::json;
 // FP32 conv/GEMM in cuDNN/cuBLAS typically sustains 60-70% of peak and a
 // streaming elementwise kernel 70-80% of HBM bandwidth; we use 0.6 and 0.75
 // everywhere so that devices compare like for like.
+// The per-math peaks are dense (no 2:4 sparsity), as datasheets list them
+// beside the sparse figure; 0 where the part has no such tensor cores.
 const std::vector<DeviceProfile>& builtins() {
   static const std::vector<DeviceProfile> kBuiltins = {
       {"v100-16gb", int64_t{16} << 30, 12, 12, 20, 15.7, 900, 0.6, 0.75, 6,
        "SwapAdvisor paper testbed (ASPLOS'20 sec. 6): V100 16 GB, PCIe 3.0 x16 measured at 12 GB/s "
-       "each way and 20 GB/s both ways at once; FP32 peak 15.7 TFLOP/s and HBM2 900 GB/s from the "
-       "NVIDIA V100 datasheet (SXM2)."},
+       "each way and 20 GB/s both ways at once; FP32 peak 15.7 TFLOP/s, FP16 tensor cores "
+       "125 TFLOP/s and HBM2 900 GB/s from the NVIDIA V100 datasheet (SXM2). No TF32, BF16 or FP8 "
+       "units: those run at the FP32 rate (FP8 at the FP16 rate).",
+       0, 125, 0, 0},
       {"a100-40gb", int64_t{40} << 30, 24, 24, 40, 19.5, 1555, 0.6, 0.75, 5,
-       "NVIDIA A100 40 GB datasheet: FP32 19.5 TFLOP/s (non-tensor-core), HBM2e 1555 GB/s. "
+       "NVIDIA A100 40 GB datasheet: FP32 19.5 TFLOP/s (non-tensor-core), tensor cores TF32 156 "
+       "and FP16/BF16 312 TFLOP/s dense, HBM2e 1555 GB/s; no FP8 (runs at the FP16 rate). "
        "PCIe 4.0 x16 is 32 GB/s raw per direction; pinned cudaMemcpy reaches about 24-26 GB/s "
-       "one way and about 40 GB/s both ways (75% and 62% of raw), used here."},
+       "one way and about 40 GB/s both ways (75% and 62% of raw), used here.",
+       156, 312, 312, 0},
       {"h100-80gb", int64_t{80} << 30, 50, 50, 80, 67, 3350, 0.6, 0.75, 4,
-       "NVIDIA H100 SXM5 80 GB datasheet: FP32 67 TFLOP/s, HBM3 3.35 TB/s. PCIe 5.0 x16 is 64 GB/s "
-       "raw per direction; pinned copies reach about 50 GB/s one way and 80 GB/s both ways "
-       "(same efficiencies as gen4 above, rounded)."},
+       "NVIDIA H100 SXM5 80 GB datasheet: FP32 67 TFLOP/s, tensor cores TF32 495, FP16/BF16 989 "
+       "and FP8 1979 TFLOP/s dense (half the datasheet's sparse figures), HBM3 3.35 TB/s. "
+       "PCIe 5.0 x16 is 64 GB/s raw per direction; pinned copies reach about 50 GB/s one way and "
+       "80 GB/s both ways (same efficiencies as gen4 above, rounded).",
+       495, 989, 989, 1979},
       {"h200-141gb", int64_t{141} * 1000 * 1000 * 1000, 50, 50, 80, 67, 4800, 0.6, 0.75, 4,
-       "NVIDIA H200 SXM 141 GB datasheet: FP32 67 TFLOP/s, HBM3e 4.8 TB/s, 141 GB (10^9). "
-       "PCIe 5.0 x16 as for the H100. Replace with a measured profile from scripts/gpu-check."},
+       "NVIDIA H200 SXM 141 GB datasheet: the H100's compute (FP32 67, TF32 495, FP16/BF16 989, "
+       "FP8 1979 TFLOP/s dense), HBM3e 4.8 TB/s, 141 GB (10^9). PCIe 5.0 x16 as for the H100. "
+       "Replace with a measured profile from scripts/gpu-check.",
+       495, 989, 989, 1979},
+      {"gh200-96gb", int64_t{96} * 1000 * 1000 * 1000, 360, 360, 720, 67, 4000, 0.6, 0.75, 4,
+       "NVIDIA GH200 Grace Hopper datasheet: the H100's compute (FP32 67, TF32 495, FP16/BF16 989, "
+       "FP8 1979 TFLOP/s dense), 96 GB HBM3 at 4 TB/s, NVLink-C2C 900 GB/s total (450 each way) "
+       "to the Grace CPU's LPDDR5X. Assumed, not measured: copies reach 80% of C2C, 360 GB/s one "
+       "way and 720 GB/s both ways. Replace with a measured profile from scripts/gpu-check.",
+       495, 989, 989, 1979},
+      {"gh200-144gb", int64_t{144} * 1000 * 1000 * 1000, 360, 360, 720, 67, 4900, 0.6, 0.75, 4,
+       "NVIDIA GH200 Grace Hopper datasheet, HBM3e version: the H100's compute (FP32 67, TF32 495, "
+       "FP16/BF16 989, FP8 1979 TFLOP/s dense), 144 GB HBM3e at 4.9 TB/s, NVLink-C2C 900 GB/s "
+       "total (450 each way). Assumed, not measured: copies reach 80% of C2C, 360 GB/s one way "
+       "and 720 GB/s both ways. Replace with a measured profile from scripts/gpu-check.",
+       495, 989, 989, 1979},
   };
   return kBuiltins;
 }
@@ -59,6 +81,10 @@ constexpr NumberField kHbm{"hbm_gbps", true, kMinGbps, kMaxHbmGbps, "GB/s"};
 constexpr NumberField kComputeEff{"compute_efficiency", false, 1e-6, 1, ""};
 constexpr NumberField kMemoryEff{"memory_efficiency", false, 1e-6, 1, ""};
 constexpr NumberField kOverhead{"launch_overhead_us", false, 0, 1e6, "us"};
+constexpr NumberField kTf32{"tf32_tflops", false, 1e-6, 1e6, "TFLOP/s"};
+constexpr NumberField kFp16{"fp16_tflops", false, 1e-6, 1e6, "TFLOP/s"};
+constexpr NumberField kBf16{"bf16_tflops", false, 1e-6, 1e6, "TFLOP/s"};
+constexpr NumberField kFp8{"fp8_tflops", false, 1e-6, 1e6, "TFLOP/s"};
 
 // A number field within its range, or fallback when it is optional and absent.
 double number(const FieldReader& r, const json& doc, const NumberField& f, double fallback) {
@@ -77,6 +103,22 @@ double number(const FieldReader& r, const json& doc, const NumberField& f, doubl
 }
 
 }  // namespace
+
+double DeviceProfile::math_tflops(MathType m) const {
+  switch (m) {
+    case MathType::kFp32:
+      return peak_tflops;
+    case MathType::kTf32:
+      return tf32_tflops > 0 ? tf32_tflops : peak_tflops;
+    case MathType::kFp16:
+      return fp16_tflops > 0 ? fp16_tflops : peak_tflops;
+    case MathType::kBf16:
+      return bf16_tflops > 0 ? bf16_tflops : peak_tflops;
+    case MathType::kFp8:
+      return fp8_tflops > 0 ? fp8_tflops : math_tflops(MathType::kFp16);
+  }
+  return peak_tflops;
+}
 
 std::vector<std::string> builtin_device_names() {
   std::vector<std::string> names;
@@ -118,6 +160,11 @@ DeviceProfile parse_device(const std::string& text, const std::string& origin) {
   d.compute_efficiency = number(r, doc, kComputeEff, 0.6);
   d.memory_efficiency = number(r, doc, kMemoryEff, 0.75);
   d.launch_overhead_us = number(r, doc, kOverhead, 5);
+  // 0: not given, math_tflops() falls back to the FP32 peak.
+  d.tf32_tflops = number(r, doc, kTf32, 0);
+  d.fp16_tflops = number(r, doc, kFp16, 0);
+  d.bf16_tflops = number(r, doc, kBf16, 0);
+  d.fp8_tflops = number(r, doc, kFp8, 0);
   if (d.duplex_gbps < std::max(d.h2d_gbps, d.d2h_gbps))
     throw Error(origin + ": duplex_gbps must be at least the faster single direction");
   if (const std::string* source = r.optional_string(doc, "", "source")) d.source = *source;
@@ -138,6 +185,11 @@ std::string device_to_json(const DeviceProfile& d) {
             {"memory_efficiency", d.memory_efficiency},
             {"launch_overhead_us", d.launch_overhead_us},
             {"source", d.source}};
+  // Only the per-math peaks the profile has: absent means "the FP32 peak".
+  for (const auto& [key, v] :
+       {std::pair{"tf32_tflops", d.tf32_tflops}, std::pair{"fp16_tflops", d.fp16_tflops},
+        std::pair{"bf16_tflops", d.bf16_tflops}, std::pair{"fp8_tflops", d.fp8_tflops}})
+    if (v > 0) j[key] = v;
   return j.dump(2) + "\n";
 }
 

@@ -8,13 +8,18 @@
 //    "h2d_gbps": 12, "d2h_gbps": 12, "duplex_gbps": 20,
 //    "peak_tflops": 15.7, "hbm_gbps": 900,
 //    "compute_efficiency": 0.6, "memory_efficiency": 0.75,
-//    "launch_overhead_us": 6, "source": "where these figures come from"}
+//    "launch_overhead_us": 6, "source": "where these figures come from",
+//    "tf32_tflops": 15.7, "fp16_tflops": 125, "bf16_tflops": 15.7}
 //
-// Bandwidths are in GB/s (10^9 bytes per second).
+// Bandwidths are in GB/s (10^9 bytes per second). The per-math peaks
+// (tf32/fp16/bf16/fp8_tflops) are optional: absent, an op in that math runs
+// at the FP32 peak (fp8: at the FP16 rate), today's behaviour for old files.
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "graph/graph.h"
 
 namespace sa {
 
@@ -30,6 +35,17 @@ struct DeviceProfile {
   double memory_efficiency = 0;   // fraction of HBM bandwidth a typical op reaches
   double launch_overhead_us = 0;  // added to every op
   std::string source;             // provenance of the figures
+  // Dense tensor-core peaks per math type, 10^12 flop/s; 0 = the part has no
+  // such units or the profile does not say: see math_tflops().
+  double tf32_tflops = 0;
+  double fp16_tflops = 0;
+  double bf16_tflops = 0;
+  double fp8_tflops = 0;
+
+  // The peak an op whose flops run in math m reaches: its field when set,
+  // else the FP32 peak (FP8 falls back to the FP16 rate first), so that a
+  // profile without these fields costs every op as format 1.0 did.
+  double math_tflops(MathType m) const;
 
   // Bytes per microsecond, the simulator's unit (1 GB/s = 1000 B/us).
   double h2d_bytes_per_us() const { return h2d_gbps * 1e3; }
@@ -37,7 +53,8 @@ struct DeviceProfile {
   double duplex_bytes_per_us() const { return duplex_gbps * 1e3; }
 };
 
-// Names of the built-in profiles: v100-16gb, a100-40gb, h100-80gb, h200-141gb.
+// Names of the built-in profiles: v100-16gb, a100-40gb, h100-80gb, h200-141gb,
+// gh200-96gb, gh200-144gb.
 std::vector<std::string> builtin_device_names();
 
 // A built-in name, or else a path to a profile JSON file. Throws sa::Error

@@ -13,8 +13,8 @@ namespace sa {
 double estimate_op_us(const Op& op, const DeviceProfile& d) {
   if (op.time_us) return *op.time_us;
   double t = 0;
-  // flop/s → flop/us: TFLOP/s * 1e6.
-  if (op.flops) t = std::max(t, *op.flops / (d.peak_tflops * 1e6 * d.compute_efficiency));
+  // flop/s → flop/us: TFLOP/s * 1e6. The peak of the op's math (its dtype).
+  if (op.flops) t = std::max(t, *op.flops / (d.math_tflops(op.math) * 1e6 * d.compute_efficiency));
   // GB/s → B/us: * 1e3.
   if (op.bytes_accessed)
     t = std::max(t, *op.bytes_accessed / (d.hbm_gbps * 1e3 * d.memory_efficiency));

@@ -3,10 +3,12 @@
 //
 // An op's time is its measured time_us when the graph has one; otherwise a
 // roofline estimate
-//     max(flops / (peak_flops * compute_efficiency),
+//     max(flops / (peak_flops[op.math] * compute_efficiency),
 //         bytes_accessed / (hbm_bandwidth * memory_efficiency)) + launch_overhead
 // and, for an op with neither flops nor bytes_accessed, the launch overhead
-// alone (reported once per graph through the warning list).
+// alone (reported once per graph through the warning list). peak_flops[m]
+// is DeviceProfile::math_tflops(m): the op's dtype picks the FP32 peak or a
+// tensor-core rate (docs/devices.md, "Op cost model").
 
 #include <string>
 #include <vector>

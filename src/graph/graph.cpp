@@ -24,12 +24,44 @@ constexpr std::array<std::pair<Phase, std::string_view>, 3> kPhaseNames{{
     {Phase::kUpdate, "update"},
 }};
 
+constexpr std::array<std::pair<MathType, std::string_view>, 5> kMathNames{{
+    {MathType::kFp32, "float32"},
+    {MathType::kTf32, "tf32"},
+    {MathType::kFp16, "float16"},
+    {MathType::kBf16, "bfloat16"},
+    {MathType::kFp8, "float8"},
+}};
+
+// An enum value's name in one of the tables above, or `missing`.
+template <typename E, size_t N>
+std::string_view name_in(const std::array<std::pair<E, std::string_view>, N>& names, E v,
+                         std::string_view missing) {
+  for (const auto& [value, name] : names)
+    if (value == v) return name;
+  return missing;
+}
+
+// The value a name stands for in one of the tables above.
+template <typename E, size_t N>
+std::optional<E> value_in(const std::array<std::pair<E, std::string_view>, N>& names,
+                          std::string_view s) {
+  for (const auto& [value, name] : names)
+    if (name == s) return value;
+  return std::nullopt;
+}
+
 }  // namespace
 
+std::string_view to_string(MathType m) {
+  return name_in(kMathNames, m, "?");
+}
+
+std::optional<MathType> parse_math_type(std::string_view s) {
+  return value_in(kMathNames, s);
+}
+
 std::string_view to_string(TensorKind k) {
-  for (const auto& [kind, name] : kKindNames)
-    if (kind == k) return name;
-  return "?";
+  return name_in(kKindNames, k, "?");
 }
 
 std::string with_article(TensorKind k) {
@@ -40,21 +72,15 @@ std::string with_article(TensorKind k) {
 }
 
 std::optional<TensorKind> parse_tensor_kind(std::string_view s) {
-  for (const auto& [kind, name] : kKindNames)
-    if (name == s) return kind;
-  return std::nullopt;
+  return value_in(kKindNames, s);
 }
 
 std::string_view to_string(Phase p) {
-  for (const auto& [phase, name] : kPhaseNames)
-    if (phase == p) return name;
-  return "";
+  return name_in(kPhaseNames, p, "");
 }
 
 std::optional<Phase> parse_phase(std::string_view s) {
-  for (const auto& [phase, name] : kPhaseNames)
-    if (name == s) return phase;
-  return std::nullopt;
+  return value_in(kPhaseNames, s);
 }
 
 std::string describe_op(const Graph& g, OpId o) {

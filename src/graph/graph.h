@@ -52,6 +52,14 @@ enum class Phase : uint8_t { kUnknown, kForward, kBackward, kUpdate };
 std::string_view to_string(Phase p);  // "" for kUnknown
 std::optional<Phase> parse_phase(std::string_view s);
 
+// The arithmetic an op runs in, which picks the device's peak rate for its
+// flops (cost/op_cost.h). Format 1.2's optional op field "dtype"
+// (docs/graph-format.md, "Precision"); absent means kFp32, the paper's and
+// format 1.0's setting. kTf32 is float32 data on TF32 tensor cores.
+enum class MathType : uint8_t { kFp32, kTf32, kFp16, kBf16, kFp8 };
+std::string_view to_string(MathType m);  // "float32", "tf32", "float16", "bfloat16", "float8"
+std::optional<MathType> parse_math_type(std::string_view s);
+
 struct Tensor {
   int64_t bytes = 0;
   TensorKind kind = TensorKind::kActivation;
@@ -77,6 +85,8 @@ struct Op {
   // only where the backend replays its random state.
   bool recompute = true;
   bool random = false;
+  // Format 1.2: the math its flops run in (docs/graph-format.md, "Precision").
+  MathType math = MathType::kFp32;
 };
 
 // Whether a plan may run op again to recreate its outputs: allowed by the

@@ -217,6 +217,15 @@ class Reader {
     if (const json* v = optional_field(j, "recompute"))
       op.recompute = boolean(*v, loc.at("recompute"));
     if (const json* v = optional_field(j, "random")) op.random = boolean(*v, loc.at("random"));
+    if (const json* v = optional_field(j, "dtype")) {
+      const std::string& d = string(*v, loc.at("dtype"));
+      auto math = parse_math_type(d);
+      if (!math)
+        fail(loc.at("dtype"),
+             fmt::format("bad dtype {} (expected float32, tf32, float16, bfloat16 or float8)",
+                         quote(d)));
+      op.math = *math;
+    }
     return op;
   }
 
@@ -279,12 +288,17 @@ Graph read_graph(const std::string& path) {
 std::string graph_to_json(const Graph& g) {
   std::string out;
   out.reserve(128 + 96 * g.tensors.size() + 160 * g.ops.size());
-  // Format 1.1 when an op uses its fields (docs/graph-format.md).
-  const bool minor = std::any_of(g.ops.begin(), g.ops.end(),
-                                 [](const Op& op) { return !op.recompute || op.random; });
+  // The lowest minor version whose fields the graph uses (docs/graph-format.md):
+  // 1.2 for an op's dtype, 1.1 for recompute/random.
+  const bool uses_math = std::any_of(g.ops.begin(), g.ops.end(),
+                                     [](const Op& op) { return op.math != MathType::kFp32; });
+  const bool uses_recompute = std::any_of(g.ops.begin(), g.ops.end(),
+                                          [](const Op& op) { return !op.recompute || op.random; });
+  const int minor = uses_math ? 2 : uses_recompute ? 1 : 0;
   out +=
       fmt::format("{{\"format\":\"swapadvisor-graph\",\"version\":1,{}\"name\":{},\"source\":{},\n",
-                  minor ? "\"minor_version\":1," : "", json(g.name).dump(), json(g.source).dump());
+                  minor ? fmt::format("\"minor_version\":{},", minor) : "", json(g.name).dump(),
+                  json(g.source).dump());
   out += "\"tensors\":[\n";
   for (int t = 0; t < g.num_tensors(); ++t) {
     const Tensor& x = g.tensors[t];
@@ -309,6 +323,7 @@ std::string graph_to_json(const Graph& g) {
     if (!op.name.empty()) out += ",\"name\":" + json(op.name).dump();
     if (!op.recompute) out += ",\"recompute\":false";
     if (op.random) out += ",\"random\":true";
+    if (op.math != MathType::kFp32) out += fmt::format(",\"dtype\":\"{}\"", to_string(op.math));
     out += o + 1 < g.num_ops() ? "},\n" : "}\n";
   }
   out += "]}\n";

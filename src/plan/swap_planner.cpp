@@ -238,7 +238,11 @@ class SwapPlanner::Pass {
     ItemId item;
     StepId step;
   };
-  std::vector<Passing> passing_;   // freed after the op at this position
+  std::vector<Passing> passing_;  // freed after the op at this position
+  // Inputs (kInput) past their last use that a recompute brought back: dropped
+  // again after the op at this position (a cast of the batch under autocast
+  // is the input's only use, and recomputing it reads the batch again).
+  std::vector<ItemId> passing_inputs_;
   std::vector<int32_t> host_key_;  // and its key position
   std::vector<ItemId> tenant_;
   std::vector<StepId> rel_compute_, rel_copy_;
@@ -759,6 +763,7 @@ StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
       last_step_[x] = step;
       last_pos_[x] = std::max(last_pos_[x], i);
       arrival_[x] = -1;
+      if (kind_[x] == ItemKind::kInput && !needed_later(x)) passing_inputs_.push_back(x);
     }
     for (ObjectId obj : fresh_objs)
       if (arena()) {
@@ -1412,6 +1417,18 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
     ring_push(class_[x.item], x.obj);
   }
   passing_.clear();
+  // Inputs a recompute read after their last use are dropped as after_op's
+  // last use drops them (unless evicted meanwhile, or read by this op).
+  for (ItemId u : passing_inputs_) {
+    if (needed_later(u) || obj_of_[u] == kNoObject) continue;
+    const ObjectId obj = obj_of_[u];
+    const StepId drop = add_step(StepKind::kDrop, u, obj, i, {last_step_[u]});
+    release(obj, last_step_[u], drop, i);
+    obj_of_[u] = kNoObject;
+    unlist_resident(u);
+    ring_push(class_[u], obj);
+  }
+  passing_inputs_.clear();
 }
 
 bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool fix_up) {
@@ -1432,6 +1449,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
   if (dtr()) dtr_cost_->reset();
   recompute_objs_.clear();
   passing_.clear();
+  passing_inputs_.clear();
   listed_at_.assign(items, -1);
   heap_ver_.assign(items, 0);
   victims_.clear();

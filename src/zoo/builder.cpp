@@ -21,6 +21,9 @@ int dtype_bytes(DType d) {
       return 8;
     case DType::kBool:
       return 1;
+    case DType::kF16:
+    case DType::kBF16:
+      return 2;
   }
   return 4;
 }
@@ -34,6 +37,10 @@ const char* dtype_name(DType d) {
       return "int64";
     case DType::kBool:
       return "bool";
+    case DType::kF16:
+      return "float16";
+    case DType::kBF16:
+      return "bfloat16";
   }
   return "";
 }
@@ -95,7 +102,8 @@ OpId OpBuilder::emit() {
       SA_CHECK(grad_outs_[j].node != x.node, "op {}: two gradients for one node", op_.type);
     const TensorId cur = b_.grads_[x.node].tensor;
     if (cur < 0) {
-      Var gx = b_.fresh(x.shape, DType::kF32, TensorKind::kGradient);
+      // A gradient has its tensor's type (Note [Mixed precision]).
+      Var gx = b_.new_tensor({}, x.shape, x.dtype, TensorKind::kGradient);
       if (b_.g_.tensors[x.tensor].kind == TensorKind::kParam)
         b_.g_.tensors[gx.tensor].name = b_.g_.tensors[x.tensor].name + ".grad";
       outs_.push_back(gx);
@@ -104,7 +112,7 @@ OpId OpBuilder::emit() {
       upds_.push_back(b_.grad_var(x, cur));
       extra_flops += static_cast<double>(x.numel());
     } else {
-      Var tmp = b_.fresh(x.shape, DType::kF32, TensorKind::kGradient);
+      Var tmp = b_.new_tensor({}, x.shape, x.dtype, TensorKind::kGradient);
       outs_.push_back(tmp);
       pending.push_back({x, tmp});
     }
@@ -136,6 +144,12 @@ OpId OpBuilder::emit() {
     bytes += static_cast<double>(v.bytes());
   }
   op_.bytes_accessed = bytes_ ? *bytes_ : bytes;
+  // An op touching a low-precision tensor runs in that math (Note [Mixed precision]).
+  for (const auto* vs : {&ins_, &outs_, &upds_})
+    for (const Var& v : *vs) {
+      if (v.dtype == DType::kBF16) op_.math = MathType::kBf16;
+      if (v.dtype == DType::kF16) op_.math = MathType::kFp16;
+    }
   if (op_.flops) *op_.flops += extra_flops;
   if (!op_.flops) op_.flops = extra_flops;
 
@@ -143,7 +157,7 @@ OpId OpBuilder::emit() {
   const OpId id = b_.g_.num_ops() - 1;
 
   for (const Pending& p : pending) {
-    Var sum = b_.fresh(p.x.shape, DType::kF32, TensorKind::kGradient);
+    Var sum = b_.new_tensor({}, p.x.shape, p.x.dtype, TensorKind::kGradient);
     b_.op("aten::add", "grad_accumulate")
         .in(b_.grad(p.x))
         .in(p.tmp)
@@ -157,10 +171,26 @@ OpId OpBuilder::emit() {
 
 // ------------------------------------------------------------------ Builder
 
-Builder::Builder(std::string graph_name, std::string source, Optimizer optimizer)
-    : optimizer_(optimizer) {
+Builder::Builder(std::string graph_name, std::string source, Optimizer optimizer,
+                 Precision precision)
+    : optimizer_(optimizer), precision_(precision) {
   g_.name = std::move(graph_name);
   g_.source = std::move(source);
+  if (precision == Precision::kBf16) g_.source += ", BF16 automatic mixed precision";
+  if (precision == Precision::kFp16)
+    g_.source += ", FP16 automatic mixed precision with loss scaling";
+}
+
+DType Builder::float_type() const {
+  switch (precision_) {
+    case Precision::kFp32:
+      return DType::kF32;
+    case Precision::kBf16:
+      return DType::kBF16;
+    case Precision::kFp16:
+      return DType::kF16;
+  }
+  return DType::kF32;
 }
 
 int Builder::new_node() {
@@ -184,6 +214,8 @@ Var Builder::new_tensor(const std::string& name, Shape shape, DType dtype, Tenso
   t.dtype = dtype_name(dtype);
   g_.tensors.push_back(std::move(t));
   holders_.push_back(0);
+  dtypes_.push_back(dtype);
+  casts_.emplace_back();
   return v;
 }
 
@@ -208,7 +240,31 @@ Var Builder::input(const std::string& name, Shape shape, DType dtype) {
 }
 
 Var Builder::fresh(Shape shape, DType dtype, TensorKind kind) {
-  return new_tensor({}, std::move(shape), dtype, kind);
+  return new_tensor({}, std::move(shape), dtype == DType::kF32 ? float_type() : dtype, kind);
+}
+
+Var Builder::fresh_fp32(Shape shape, TensorKind kind) {
+  return new_tensor({}, std::move(shape), DType::kF32, kind);
+}
+
+Var Builder::cast(const Var& v) {
+  const TensorKind k = g_.tensors[v.tensor].kind;
+  if (precision_ == Precision::kFp32 || v.dtype != DType::kF32 ||
+      (k != TensorKind::kParam && k != TensorKind::kInput))
+    return v;
+  if (casts_[v.tensor].tensor >= 0) return casts_[v.tensor];
+  const std::string name = g_.tensors[v.tensor].name;  // a copy: fresh() grows g_.tensors
+  Var low = fresh(v.shape);
+  op("aten::_to_copy", name).in(v).out(low).flops(0).emit();
+  if (!requires_grad(v)) {
+    no_grad(low);  // an input's copy needs no gradient either
+  } else {
+    on_backward({low}, [this, name, v, low] {
+      op("aten::_to_copy", name).grad_in(low).grad_out(v).flops(0).emit();
+    });
+  }
+  casts_[v.tensor] = low;
+  return low;
 }
 
 Var Builder::view(const Var& base, Shape shape) {
@@ -221,8 +277,7 @@ Var Builder::view(const Var& base, Shape shape) {
 
 bool Builder::requires_grad(const Var& v) const {
   const TensorKind k = g_.tensors[v.tensor].kind;
-  return v.dtype == DType::kF32 && !constant_[v.node] &&
-         (k == TensorKind::kParam || is_transient(k));
+  return is_float(v.dtype) && !constant_[v.node] && (k == TensorKind::kParam || is_transient(k));
 }
 
 void Builder::on_backward(std::vector<Var> outputs, std::function<void()> fn) {
@@ -238,7 +293,7 @@ Var Builder::grad_var(const Var& x, TensorId t) const {
   gv.tensor = t;
   gv.node = -1;
   gv.shape = x.shape;
-  gv.dtype = DType::kF32;
+  gv.dtype = dtypes_[t];
   return gv;
 }
 
@@ -262,7 +317,7 @@ void Builder::pass_grad(const Var& x, const Var& g) {
   if (cur < 0) {
     set_grad(x.node, g.tensor);
   } else if (cur == g.tensor) {
-    Var twice = fresh(x.shape, DType::kF32, TensorKind::kGradient);
+    Var twice = new_tensor({}, x.shape, x.dtype, TensorKind::kGradient);
     op("aten::mul", "grad_accumulate").in(g).out(twice).flops(double(x.numel())).emit();
     set_grad(x.node, twice.tensor);
   } else if (holders_[cur] == 1) {
@@ -272,7 +327,7 @@ void Builder::pass_grad(const Var& x, const Var& g) {
         .flops(static_cast<double>(x.numel()))
         .emit();
   } else {
-    Var sum = fresh(x.shape, DType::kF32, TensorKind::kGradient);
+    Var sum = new_tensor({}, x.shape, x.dtype, TensorKind::kGradient);
     op("aten::add", "grad_accumulate")
         .in(grad_var(x, cur))
         .in(g)
@@ -308,11 +363,35 @@ void Builder::emit_update(const Var& p) {
   }
 }
 
+void Builder::emit_unscale(const Var& p, const Var& inv_scale, const Var& found_inf) {
+  // torch._amp_foreach_non_finite_check_and_unscale_, one param at a time:
+  // grad *= inv_scale, found_inf set if any element is inf or NaN.
+  const double n = static_cast<double>(p.numel());
+  op("aten::_amp_foreach_non_finite_check_and_unscale_", g_.tensors[p.tensor].name)
+      .in(inv_scale)
+      .upd(grad(p))
+      .upd(found_inf)
+      .flops(2 * n)
+      .emit();
+}
+
 Graph Builder::finish(const Var& loss) {
+  const bool scaled = precision_ == Precision::kFp16;
+  Var root = loss, scale, growth;
+  if (scaled) {
+    // GradScaler.scale(loss): the backward starts from loss * scale.
+    scale = buffer("amp.scale", {});
+    growth = new_tensor("amp.growth_tracker", {}, DType::kI64, TensorKind::kBuffer);
+    root = fresh_fp32(loss.shape);
+    op("aten::mul", "amp.scale_loss").in(loss).in(scale).out(root).flops(1).emit();
+    on_backward({root}, [this, loss, scale, root] {
+      op("aten::mul", "amp.scale_loss").grad_in(root).in(scale).grad_out(loss).flops(1).emit();
+    });
+  }
   phase_ = Phase::kBackward;
-  Var seed = fresh(loss.shape, DType::kF32, TensorKind::kGradient);
-  op("aten::ones_like", "loss").in(loss).out(seed).flops(1).emit();
-  set_grad(loss.node, seed.tensor);
+  Var seed = new_tensor({}, root.shape, root.dtype, TensorKind::kGradient);
+  op("aten::ones_like", "loss").in(root).out(seed).flops(1).emit();
+  set_grad(root.node, seed.tensor);
   for (size_t i = tape_.size(); i-- > 0;) {
     Closure& c = tape_[i];
     const bool any = std::any_of(c.outputs.begin(), c.outputs.end(),
@@ -323,8 +402,27 @@ Graph Builder::finish(const Var& loss) {
     c.fn = nullptr;  // frees captured state early
   }
   phase_ = Phase::kUpdate;
+  Var found_inf;
+  if (scaled) {
+    // GradScaler.unscale_ (inside step): every param gradient divided by the
+    // scale and checked; the step is skipped on inf, and update() then
+    // adjusts the scale from found_inf.
+    Var inv_scale = fresh_fp32({}, TensorKind::kTemp);
+    op("aten::reciprocal", "amp.inv_scale").in(scale).out(inv_scale).flops(1).emit();
+    found_inf = fresh_fp32({}, TensorKind::kTemp);
+    op("aten::zeros", "amp.found_inf").out(found_inf).flops(0).emit();
+    for (const Var& p : params_)
+      if (has_grad(p)) emit_unscale(p, inv_scale, found_inf);
+  }
   for (const Var& p : params_)
     if (has_grad(p)) emit_update(p);
+  if (scaled)
+    op("aten::_amp_update_scale_", "amp.update_scale")
+        .upd(scale)
+        .upd(growth)
+        .in(found_inf)
+        .flops(1)
+        .emit();
   return std::move(g_);
 }
 

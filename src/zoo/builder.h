@@ -31,6 +31,26 @@
 // A gradient tensor is "shared" while more than one node whose backward has
 // not run yet holds it; a node is released once its creator's backward ran.
 // Tensors are never freed explicitly: a transient dies after its last access.
+//
+// Note [Mixed precision]
+// With Precision kBf16 or kFp16 the builder emits what torch.autocast and
+// (for FP16) torch.cuda.amp.GradScaler run:
+//   - params and optimizer state stay FP32 (the master copy);
+//   - a layer that runs a GEMM or convolution reads cast(w): the first call
+//     emits one `aten::_to_copy` making a low-precision copy of the param
+//     (autocast's weight cache: one copy per iteration, however often it is
+//     used), whose backward casts the gradient back into the FP32 `.grad`;
+//     float inputs (the image batch) are cast the same way;
+//   - fresh() makes float activations and temps in the low-precision type;
+//     a gradient has its tensor's type (PyTorch's rule), so param gradients
+//     are FP32 and activation gradients low precision;
+//   - an op touching a low-precision tensor runs in that math (Op::math);
+//   - FP16 only: the loss is multiplied by the scale (a buffer) before the
+//     backward; afterwards each param gradient is unscaled and checked for
+//     inf/NaN in place, and the scale is updated after the optimizer step.
+// Simplifications (docs/zoo.md, "Mixed precision"): ops autocast runs in
+// FP32 (softmax, layer norm, the embeddings) keep their output in the low
+// type, except the loss's log-softmax, which is FP32 as in PyTorch.
 
 #include <cstdint>
 #include <functional>
@@ -45,8 +65,17 @@ namespace sa::zoo {
 using Shape = std::vector<int64_t>;
 int64_t numel(const Shape& s);
 
-enum class DType : uint8_t { kF32, kI64, kBool };
+// kF16/kBF16: the low-precision types of mixed-precision graphs (Note
+// [Mixed precision]).
+enum class DType : uint8_t { kF32, kI64, kBool, kF16, kBF16 };
 int dtype_bytes(DType d);
+constexpr bool is_float(DType d) {
+  return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16;
+}
+
+// The precision a model trains in: kFp32, or automatic mixed precision
+// (torch.autocast) with BF16 or FP16 math.
+enum class Precision : uint8_t { kFp32, kBf16, kFp16 };
 
 // kSgd: plain SGD, no state (the paper does not name its optimizer).
 enum class Optimizer : uint8_t { kSgdMomentum, kAdam, kSgd };
@@ -93,14 +122,26 @@ class OpBuilder {
 
 class Builder {
  public:
-  Builder(std::string graph_name, std::string source, Optimizer optimizer);
+  Builder(std::string graph_name, std::string source, Optimizer optimizer,
+          Precision precision = Precision::kFp32);
+
+  Precision precision() const { return precision_; }
+  // The float type of activations: FP32, or the mixed-precision low type.
+  DType float_type() const;
 
   // Persistent tensors and inputs.
   Var param(const std::string& name, Shape shape);
   Var buffer(const std::string& name, Shape shape);
   Var input(const std::string& name, Shape shape, DType dtype = DType::kF32);
-  // A new transient tensor; exactly one op must list it as an output.
+  // A new transient tensor; exactly one op must list it as an output. A
+  // float (kF32) one gets float_type(): see Note [Mixed precision].
   Var fresh(Shape shape, DType dtype = DType::kF32, TensorKind kind = TensorKind::kActivation);
+  // The same, FP32 whatever the precision (the loss's log-softmax).
+  Var fresh_fp32(Shape shape, TensorKind kind = TensorKind::kActivation);
+  // What a GEMM or convolution reads for v under autocast: v itself, or for
+  // an FP32 param or input in mixed precision its low-precision copy (made
+  // once, Note [Mixed precision]).
+  Var cast(const Var& v);
   // Same tensor, new node: a view with its own shape, or the new version an
   // in-place op makes.
   Var view(const Var& base, Shape shape);
@@ -144,8 +185,13 @@ class Builder {
   Var grad_var(const Var& x, TensorId t) const;
   void emit_update(const Var& param);
 
+  void emit_unscale(const Var& param, const Var& inv_scale, const Var& found_inf);
+
   Graph g_;
   Optimizer optimizer_;
+  Precision precision_;
+  std::vector<DType> dtypes_;  // by tensor
+  std::vector<Var> casts_;     // by tensor: its low-precision copy, if made
   Phase phase_ = Phase::kForward;
   std::vector<GradSlot> grads_;  // by node
   std::vector<bool> constant_;   // by node

@@ -111,7 +111,7 @@ Graph build_inception_v4(const BuildContext& c, int width, int image) {
             "swapadvisor zoo: Inception-V4 (timm layout)" +
                 (width != 1 ? " with channel counts x" + std::to_string(width) : std::string()) +
                 ", " + std::to_string(image) + "x" + std::to_string(image) + ", 1000 classes",
-            c.optimizer);
+            c.optimizer, c.precision);
   InceptionV4 net(b, width);
   Var x = b.input("data", {c.batch, 3, image, image});
   Var labels = b.input("labels", {c.batch}, DType::kI64);

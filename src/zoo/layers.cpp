@@ -29,15 +29,17 @@ ConvSpec conv_spec(int64_t out_channels, int k, int s, int p) {
   return c;
 }
 
-Var conv2d(Builder& b, const std::string& name, const Var& x, const ConvSpec& c) {
+Var conv2d(Builder& b, const std::string& name, const Var& x_in, const ConvSpec& c) {
+  // Under autocast the convolution reads low-precision copies (Note [Mixed precision]).
+  const Var x = b.cast(x_in);
   SA_CHECK(x.shape.size() == 4, "conv2d {}: input is not NCHW", name);
   const int64_t n = x.dim(0), cin = x.dim(1);
   const int64_t ho = conv_out(x.dim(2), c.kh, c.sh, c.ph);
   const int64_t wo = conv_out(x.dim(3), c.kw, c.sw, c.pw);
   SA_CHECK(ho > 0 && wo > 0 && cin % c.groups == 0, "conv2d {}: bad geometry", name);
-  Var w = b.param(name + ".weight", {c.out_channels, cin / c.groups, c.kh, c.kw});
+  Var w = b.cast(b.param(name + ".weight", {c.out_channels, cin / c.groups, c.kh, c.kw}));
   Var bias;
-  if (c.bias) bias = b.param(name + ".bias", {c.out_channels});
+  if (c.bias) bias = b.cast(b.param(name + ".bias", {c.out_channels}));
   Var y = b.fresh({n, c.out_channels, ho, wo});
   const double fl = 2.0 * d(n * c.out_channels * ho * wo) * d(cin / c.groups * c.kh * c.kw);
   auto op = b.op("aten::convolution", name).in(x).in(w);
@@ -144,8 +146,11 @@ Var global_avg_pool(Builder& b, const Var& x) {
   return y;
 }
 
-Var linear_with(Builder& b, const std::string& name, const Var& x, const Var& weight,
-                const Var& bias, int64_t out) {
+Var linear_with(Builder& b, const std::string& name, const Var& x_in, const Var& weight_in,
+                const Var& bias_in, int64_t out) {
+  // Under autocast the GEMM reads low-precision copies (Note [Mixed precision]).
+  const Var x = b.cast(x_in), weight = b.cast(weight_in);
+  const Var bias = bias_in.tensor >= 0 ? b.cast(bias_in) : bias_in;
   const int64_t in = x.dim(-1);
   const int64_t rows = x.numel() / in;
   SA_CHECK(weight.numel() == in * out, "linear {}: weight has {} elements, want {}x{}", name,
@@ -390,7 +395,8 @@ Var embedding(Builder& b, const std::string& name, const Var& weight, const Var&
 }
 
 Var cross_entropy(Builder& b, const std::string& name, const Var& logits, const Var& labels) {
-  Var logp = b.fresh(logits.shape);
+  // FP32 whatever the precision: autocast runs log_softmax and nll_loss in FP32.
+  Var logp = b.fresh_fp32(logits.shape);
   b.op("aten::_log_softmax", name).in(logits).out(logp).flops(5 * d(logits.numel())).emit();
   b.on_backward({logp}, [&b, name, logits, logp] {
     b.op("aten::_log_softmax_backward_data", name)
@@ -400,8 +406,8 @@ Var cross_entropy(Builder& b, const std::string& name, const Var& logits, const 
         .flops(3 * d(logits.numel()))
         .emit();
   });
-  Var loss = b.fresh({});
-  Var total_weight = b.fresh({});
+  Var loss = b.fresh_fp32({});
+  Var total_weight = b.fresh_fp32({});
   b.op("aten::nll_loss_forward", name)
       .in(logp)
       .in(labels)

@@ -10,7 +10,7 @@ Graph build_mlp(const BuildContext& c, int layers) {
   Builder b(c.graph_name,
             "swapadvisor zoo: MLP with " + std::to_string(layers) +
                 " hidden Linear(64,64)+ReLU layers and a Linear(64,10) head",
-            c.optimizer);
+            c.optimizer, c.precision);
   Var x = b.input("data", {c.batch, 64});
   Var labels = b.input("labels", {c.batch}, DType::kI64);
   for (int i = 0; i < layers; ++i)

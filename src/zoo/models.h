@@ -15,6 +15,7 @@ struct BuildContext {
   int batch = 0;
   Optimizer optimizer = Optimizer::kSgdMomentum;
   int seq_len = 0;  // 0 = the model's default
+  Precision precision = Precision::kFp32;
 };
 
 // torchvision's ResNet (v1.5 bottleneck) with every channel width times width;

@@ -109,7 +109,7 @@ Graph build_nasnet(const BuildContext& c, int repeats, int image) {
             "swapadvisor zoo: NASNet-A large (F=168) with " + std::to_string(repeats) +
                 " normal cells per stack, " + std::to_string(image) + "x" + std::to_string(image) +
                 ", 1000 classes",
-            c.optimizer);
+            c.optimizer, c.precision);
   NasNet net(b);
   Var x = b.input("data", {c.batch, 3, image, image});
   Var labels = b.input("labels", {c.batch}, DType::kI64);

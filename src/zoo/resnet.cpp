@@ -49,7 +49,7 @@ Graph build_resnet(const BuildContext& c, int depth, int width, int image) {
             "swapadvisor zoo: torchvision ResNet-" + std::to_string(depth) +
                 (width != 1 ? " with channel widths x" + std::to_string(width) : "") + ", " +
                 std::to_string(image) + "x" + std::to_string(image) + ", 1000 classes",
-            c.optimizer);
+            c.optimizer, c.precision);
   const int64_t n = c.batch, w = width;
   Var x = b.input("data", {n, 3, image, image});
   Var labels = b.input("labels", {n}, DType::kI64);

@@ -45,8 +45,10 @@ class Lstm {
   Lstm(Builder& b, int64_t batch, int64_t hidden) : b_(b), n_(batch), h_(hidden) {}
 
   // gates (+)= [x parts] W^T (+ bias): one GEMM over the concatenated parts.
-  Var fc(const std::string& name, const std::vector<Var>& xs, const Var& w, const Var& bias,
+  Var fc(const std::string& name, const std::vector<Var>& xs, const Var& w_in, const Var& bias_in,
          const Var* acc) {
+    // Under autocast the GEMM reads low-precision copies (Note [Mixed precision]).
+    const Var w = b_.cast(w_in), bias = b_.cast(bias_in);
     const double fl = 2.0 * d(w.numel()) * d(n_);
     Var gates = acc ? b_.version(*acc) : b_.fresh({n_, 4 * h_});
     auto op = b_.op(acc ? "aten::addmm_" : "aten::addmm", name);
@@ -140,7 +142,7 @@ Graph build_lstm(const BuildContext& c, int layers, int64_t hidden, bool bidirec
             "swapadvisor zoo: " + std::to_string(layers) + "-layer " +
                 (bidirectional ? "bidirectional " : "") + "LSTM LM, hidden " + std::to_string(h) +
                 ", " + std::to_string(seq) + " steps, vocabulary " + std::to_string(kVocab),
-            c.optimizer);
+            c.optimizer, c.precision);
   Var tokens = b.input("tokens", {seq, n}, DType::kI64);
   Var labels = b.input("labels", {seq * n}, DType::kI64);
   Var emb_w = b.param("encoder.weight", {kVocab, h});

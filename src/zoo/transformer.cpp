@@ -61,7 +61,7 @@ Graph build_bert(const BuildContext& c, const BertConfig& cfg) {
   Builder b(c.graph_name,
             "swapadvisor zoo: HF BertForPreTraining, " + std::to_string(cfg.layers) +
                 " layers, hidden " + std::to_string(h) + ", seq " + std::to_string(s),
-            c.optimizer);
+            c.optimizer, c.precision);
   Var ids = b.input("input_ids", {n, s}, DType::kI64);
   Var types = b.input("token_type_ids", {n, s}, DType::kI64);
   Var positions = b.input("position_ids", {s}, DType::kI64);
@@ -108,7 +108,7 @@ Graph build_gpt2(const BuildContext& c, const Gpt2Config& cfg) {
   Builder b(c.graph_name,
             "swapadvisor zoo: HF GPT2LMHeadModel, " + std::to_string(cfg.layers) +
                 " layers, hidden " + std::to_string(h) + ", seq " + std::to_string(s),
-            c.optimizer);
+            c.optimizer, c.precision);
   Var ids = b.input("input_ids", {n, s}, DType::kI64);
   Var positions = b.input("position_ids", {s}, DType::kI64);
   Var labels = b.input("labels", {n * s}, DType::kI64);

@@ -144,11 +144,21 @@ Graph build_zoo_model(const ZooOptions& o) {
     throw Error("--seq-len applies to sequence models only (rnn, brnn, bert, gpt2), not '" +
                 o.model + "'");
   c.seq_len = o.seq_len;
+  const std::string precision = lower(o.precision);
+  if (precision == "fp32")
+    c.precision = zoo::Precision::kFp32;
+  else if (precision == "bf16")
+    c.precision = zoo::Precision::kBf16;
+  else if (precision == "fp16")
+    c.precision = zoo::Precision::kFp16;
+  else
+    throw Error("unknown precision '" + o.precision + "' (use fp32, bf16 or fp16)");
   c.graph_name = m + "-b" + std::to_string(o.batch) +
                  (o.seq_len > 0 ? "-s" + std::to_string(o.seq_len) : "") +
                  (c.optimizer == zoo::Optimizer::kAdam  ? "-adam"
                   : c.optimizer == zoo::Optimizer::kSgd ? "-sgdplain"
-                                                        : "");
+                                                        : "") +
+                 (precision == "fp32" ? "" : "-" + precision);
 
   Graph g;
   if (m == "resnet50" || m == "resnet101" || m == "resnet152") {

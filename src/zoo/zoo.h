@@ -18,6 +18,9 @@ struct ZooOptions {
   int batch = 0;                  // > 0
   std::string optimizer = "sgd";  // "sgd" (with momentum), "sgd-plain" (no state) or "adam"
   int seq_len = 0;                // sequence models; 0 = the model's default
+  // "fp32", or automatic mixed precision: "bf16" or "fp16" (docs/zoo.md,
+  // "Mixed precision"); the paper's models train in FP32.
+  std::string precision = "fp32";
 };
 
 struct ZooModelInfo {

@@ -31,7 +31,7 @@ import os
 import sys
 import tempfile
 
-from checks import ROOT, check, run, verdict
+from checks import ROOT, check, must, run, verdict
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 CAPTURE = os.path.join(ROOT, "python", "swapadvisor-capture")
@@ -44,16 +44,6 @@ except ImportError:
     sys.exit(77)
 
 from swapadvisor_capture.capture import read_json_gz  # noqa: E402
-
-def must(cmd, what):
-    r = run(cmd)
-    if r.returncode != 0 and "built without libtorch" in r.stderr:
-        print("SKIP: " + r.stderr.strip())
-        raise SystemExit(77)
-    if r.returncode != 0:
-        print(r.stdout, r.stderr)
-        raise SystemExit(f"{what} failed with status {r.returncode}: {' '.join(cmd)}")
-    return r.stdout
 
 
 def capture(entry, prefix, extra=()):

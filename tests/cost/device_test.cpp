@@ -9,7 +9,8 @@ namespace sa {
 namespace {
 
 TEST(Device, BuiltinsArePresentAndSane) {
-  for (const char* name : {"v100-16gb", "a100-40gb", "h100-80gb", "h200-141gb"}) {
+  for (const char* name :
+       {"v100-16gb", "a100-40gb", "h100-80gb", "h200-141gb", "gh200-96gb", "gh200-144gb"}) {
     const DeviceProfile d = load_device(name);
     EXPECT_EQ(d.name, name);
     EXPECT_GT(d.memory_bytes, 0);

@@ -79,6 +79,42 @@ TEST(GraphIo, ErrorsNameFileAndPath) {
   }
 }
 
+// Format 1.2's op dtype (docs/graph-format.md, "Precision"): absent is
+// float32, so 1.0 and 1.1 files cost as before; the writer says minor
+// version 2 only when an op uses it.
+TEST(GraphIo, OpDtypeIsOptionalAndRoundTrips) {
+  Graph g = parse_graph(kSmall, "small.json");
+  for (const Op& op : g.ops)
+    EXPECT_EQ(op.math, MathType::kFp32);
+  EXPECT_EQ(graph_to_json(g).find("minor_version"), std::string::npos);
+  std::string text = kSmall;
+  const std::string flops = "\"flops\": 2000";
+  text.replace(text.find(flops), flops.size(), flops + ", \"dtype\": \"bfloat16\"");
+  g = parse_graph(text, "small.json");
+  EXPECT_EQ(g.ops[0].math, MathType::kBf16);
+  EXPECT_EQ(g.ops[1].math, MathType::kFp32);
+  const std::string out = graph_to_json(g);
+  EXPECT_NE(out.find("\"minor_version\":2"), std::string::npos);
+  EXPECT_NE(out.find("\"dtype\":\"bfloat16\""), std::string::npos);
+  EXPECT_EQ(parse_graph(out, "back").ops[0].math, MathType::kBf16);
+  for (const char* name : {"float32", "tf32", "float16", "bfloat16", "float8"})
+    EXPECT_EQ(to_string(*parse_math_type(name)), name);
+}
+
+TEST(GraphIo, BadOpDtypeNamesFileAndPath) {
+  std::string text = kSmall;
+  const std::string time = "\"time_us\": 3.5";
+  text.replace(text.find(time), time.size(), time + ", \"dtype\": \"half\"");
+  EXPECT_EQ(testing::error_of([&] { parse_graph(text, "small.json"); }),
+            "small.json: ops[1].dtype: bad dtype \"half\" (expected float32, tf32, float16, "
+            "bfloat16 or float8)");
+  text = kSmall;
+  text.replace(text.find(time), time.size(), time + ", \"dtype\": 16");
+  EXPECT_NE(
+      testing::error_of([&] { parse_graph(text, "small.json"); }).find("small.json: ops[1].dtype"),
+      std::string::npos);
+}
+
 TEST(GraphIo, MissingFileIsAClearError) {
   try {
     read_graph("/nonexistent/graph.json");

@@ -128,5 +128,45 @@ TEST(PlannerRegression, NoSwapInOfATensorBeforeItsEviction) {
   EXPECT_TRUE(r.ok) << r.violation;
 }
 
+// A recompute of an op that reads an input after the input's last use (the
+// cast of the batch under autocast, docs/zoo.md "Mixed precision": the
+// batch's only reader) brought the input back and never let it go: the
+// planner stopped with "tensor 0 resident after its last use" (fixed with
+// passing_inputs_ in swap_planner.cpp). Here data is read by cast alone, and
+// its copy data16 lives until the backward.
+Graph input_read_once_graph() {
+  GraphBuilder b;
+  b.tensor(8192, TensorKind::kInput, "data");                 // 0
+  b.tensor(1024, TensorKind::kParam, "w");                    // 1
+  b.tensor(4096, TensorKind::kActivation, "data16");          // 2
+  b.tensor(4096, TensorKind::kActivation, "h");               // 3
+  b.tensor(4096, TensorKind::kActivation, "h2");              // 4
+  b.tensor(64, TensorKind::kActivation, "loss");              // 5
+  b.tensor(4096, TensorKind::kGradient, "grad_h2");           // 6
+  b.tensor(4096, TensorKind::kGradient, "grad_h");            // 7
+  b.tensor(1024, TensorKind::kGradient, "grad_w");            // 8
+  b.tensor(1024, TensorKind::kOptimizerState, "w.momentum");  // 9
+  b.op({0}, {2}, {}, 20, "cast");
+  b.op({2, 1}, {3}, {}, 40, "fwd1");
+  b.op({3}, {4}, {}, 40, "fwd2");
+  b.op({4}, {5, 6}, {}, 10, "loss");
+  b.op({6, 3}, {7}, {}, 40, "bwd2");
+  b.op({7, 2, 1}, {8}, {}, 60, "bwd1");
+  b.op({8}, {}, {1, 9}, 20, "sgd");
+  validate_graph(b.g, "input_read_once_graph");
+  return b.g;
+}
+
+TEST(PlannerRegression, RecomputeReadingAnInputAfterItsLastUse) {
+  const Graph g = input_read_once_graph();
+  testing::Tally tally;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937_64 rng(seed);
+    testing::plan_and_verify(g, "input_read_once", rng, nullptr, &tally);
+  }
+  EXPECT_EQ(tally.failures, 0);
+  EXPECT_GT(tally.recompute_steps, 0);
+}
+
 }  // namespace
 }  // namespace sa

@@ -110,7 +110,22 @@ TEST(RuntimeCli, BandwidthWritesAProfile) {
   EXPECT_NEAR(d.h2d_gbps, 12, 1.8);
   EXPECT_NEAR(d.d2h_gbps, 12, 1.8);
   EXPECT_NEAR(d.duplex_gbps, 20, 3);
-  EXPECT_GT(d.peak_tflops, 0);  // from the base profile
+  // The host CPU's measured FP32 GEMM rate; no tensor-core rate is claimed.
+  EXPECT_GT(d.peak_tflops, 0);
+  EXPECT_EQ(d.bf16_tflops, 0);
+  EXPECT_EQ(d.math_tflops(MathType::kBf16), d.peak_tflops);
+  EXPECT_NE(d.source.find("on the host CPU"), std::string::npos) << d.source;
+  EXPECT_NE(r.out.find("on the CPU (other math types are not measured on the host)"),
+            std::string::npos)
+      << r.out;
+  // --gemm 0 keeps the base profile's compute figures.
+  const auto r0 = run_cli(
+      "bandwidth --backend host --link v100-16gb --time-scale 50 --bytes 4MiB --repeats 3 "
+      "--gemm 0 --base v100-16gb -o " +
+      out);
+  ASSERT_EQ(r0.exit_code, 0) << r0.err;
+  EXPECT_EQ(load_device(out).peak_tflops, 15.7);
+  EXPECT_EQ(load_device(out).fp16_tflops, 125);
 }
 
 }  // namespace
