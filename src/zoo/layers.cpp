@@ -63,16 +63,25 @@ Var batch_norm(Builder& b, const std::string& name, const Var& x) {
   Var y = b.fresh(x.shape);
   Var save_mean = b.fresh({c});
   Var save_invstd = b.fresh({c});
+  // The running statistics are updated from the batch's by an op of their
+  // own (as TensorFlow's moving-average assigns, and functionalized
+  // PyTorch's _native_batch_norm_legit_functional, do): the normalization
+  // then updates nothing, so a plan may recompute it (Note [Recomputation]).
   b.op("aten::native_batch_norm", name)
       .in(x)
       .in(gamma)
       .in(beta)
-      .upd(mean)
-      .upd(var)
       .out(y)
       .out(save_mean)
       .out(save_invstd)
       .flops(4 * d(x.numel()))
+      .emit();
+  b.op("batch_norm_running_stats", name)
+      .in(save_mean)
+      .in(save_invstd)
+      .upd(mean)
+      .upd(var)
+      .flops(6 * d(c))
       .emit();
   b.on_backward({y, save_mean, save_invstd}, [&b, name, x, gamma, beta, y, save_mean, save_invstd] {
     b.op("aten::native_batch_norm_backward", name)
