@@ -56,13 +56,12 @@ void run_run(const RunArgs& args) {
     run_aten(a);
     return;
   }
-  const Graph g = read_graph(args.graph);
-  const Plan p = read_plan(g, args.plan);
+  const DeviceProfile device = load_device(args.device);
+  const auto [g, p] = read_graph_and_plan(read_graph(args.graph), args.plan, device);
   const VerifyResult v = verify_plan(g, p);
   if (!v.ok)
     throw Error(
         fmt::format("{}: the plan is not valid for {}: {}", args.plan, args.graph, v.violation));
-  const DeviceProfile device = load_device(args.device);
   std::vector<std::string> warnings;
   const std::vector<double> op_us = op_times_us(g, device, &warnings);
   check_op_times(g, device, op_us);

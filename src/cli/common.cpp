@@ -6,7 +6,10 @@
 
 #include "cli/options.h"
 #include "graph/graph_io.h"
+#include "plan/data_parallel.h"
+#include "plan/plan_io.h"
 #include "util/error.h"
+#include "util/file_io.h"
 #include "zoo/zoo.h"
 
 namespace sa::cli {
@@ -21,6 +24,15 @@ void GraphSource::add_options(CLI::App* app) {
       ->check(CLI::IsMember({"sgd", "sgd-plain", "adam"}));
   app->add_option("--seq-len", seq_len, "sequence length for sequence models (--model)")
       ->check(positive_int());
+}
+
+GraphAndPlan read_graph_and_plan(Graph g, const std::string& plan_path,
+                                 const DeviceProfile& device) {
+  const std::string text = read_file(plan_path);
+  const DataParallel dp = plan_data_parallel(g, text, plan_path);
+  if (dp.active()) g = data_parallel_graph(g, dp, rank_device(device, dp.ranks));
+  Plan p = parse_plan(g, text, plan_path);
+  return {std::move(g), std::move(p)};
 }
 
 Graph GraphSource::load() const {

@@ -9,6 +9,7 @@
 
 #include "cost/device.h"
 #include "graph/graph.h"
+#include "plan/plan.h"
 
 namespace sa::cli {
 
@@ -25,6 +26,16 @@ struct GraphSource {
   // message when neither or both were given.
   Graph load() const;
 };
+
+// A plan file and the graph it plans: a data-parallel plan (its
+// data_parallel field) plans data_parallel_graph() of the graph given, with
+// its collectives timed on `device`; any other plan the graph itself.
+struct GraphAndPlan {
+  Graph graph;
+  Plan plan;
+};
+GraphAndPlan read_graph_and_plan(Graph g, const std::string& plan_path,
+                                 const DeviceProfile& device);
 
 // An int option's check: 1 to INT_MAX (--batch, --seq-len).
 CLI::Validator positive_int();

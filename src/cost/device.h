@@ -8,7 +8,10 @@
 //    "h2d_gbps": 12, "d2h_gbps": 12, "duplex_gbps": 20,
 //    "peak_tflops": 15.7, "hbm_gbps": 900,
 //    "compute_efficiency": 0.6, "memory_efficiency": 0.75,
-//    "launch_overhead_us": 6, "source": "where these figures come from"}
+//    "launch_overhead_us": 6, "source": "where these figures come from",
+//    "collective_gbps": 120, "collective_latency_us": 5, "gpus_per_host_link": 2}
+//
+// The last three are optional (docs/devices.md gives their defaults).
 //
 // Bandwidths are in GB/s (10^9 bytes per second).
 
@@ -30,6 +33,13 @@ struct DeviceProfile {
   double memory_efficiency = 0;   // fraction of HBM bandwidth a typical op reaches
   double launch_overhead_us = 0;  // added to every op
   std::string source;             // provenance of the figures
+  // Data-parallel training (docs/devices.md, "Collective link"): the link
+  // the gradient all-reduce runs on between ranks (NVLink on SXM parts), as
+  // the bandwidth one ring step sustains per direction and the latency of
+  // one step; and how many GPUs share one host link (a PCIe switch uplink).
+  double collective_gbps = 0;
+  double collective_latency_us = 0;
+  int gpus_per_host_link = 1;
 
   // Bytes per microsecond, the simulator's unit (1 GB/s = 1000 B/us).
   double h2d_bytes_per_us() const { return h2d_gbps * 1e3; }

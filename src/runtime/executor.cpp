@@ -16,7 +16,7 @@ namespace {
 
 constexpr int kFree = -1;                             // an object's tenant when it has none
 using StreamSteps = std::array<StepId, kNumStreams>;  // per stream, a step id or -1
-constexpr StreamSteps kNoSteps = {-1, -1, -1};
+constexpr StreamSteps kNoSteps = {-1, -1, -1, -1};
 
 std::string tensor_label(const Graph& g, TensorId t) {
   const Tensor& x = g.tensors[t];
@@ -266,7 +266,7 @@ class Executor {
     const int m = p_.num_steps();
     std::vector<StepTiming> tl(m);
     std::vector<double> end(m, 0);
-    double stream_free[kNumStreams] = {0, 0, 0};
+    double stream_free[kNumStreams] = {};
     double last = 0;
     for (StepId s = 0; s < m; ++s) {
       const Stream st = stream_of(p_.steps[s].kind);
