@@ -1,4 +1,5 @@
 #include "runtime/executor.h"
+#include "runtime/ranks.h"
 
 #include <algorithm>
 #include <array>
@@ -126,7 +127,9 @@ class Executor {
     if (o_.init_host)
       o_.init_host(t, host_[t].data(), g_.tensors[t].bytes);
     else
-      synthetic::init_buffer(host_[t].data(), g_.tensors[t].bytes, t);
+      synthetic::init_buffer(
+          host_[t].data(), g_.tensors[t].bytes, t,
+          g_.tensors[t].kind == TensorKind::kInput ? rank_salt(ranks().rank) : 0);
   }
 
   // Every persistent tensor's latest value, to o_.final_value (streams idle).
