@@ -9,7 +9,9 @@ SA_PACKAGES=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev libbench
              nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
              # PyTorch 1.13: swapadvisor-capture and its tests (/usr/bin/python3), and
              # libtorch for the ATen kernel backend (docs/capture.md)
-             python3-torch python3-torchvision libtorch-dev)
+             python3-torch python3-torchvision libtorch-dev
+             # OpenMPI: `mpirun -np N swapadvisor run` of data-parallel plans (docs/runtime.md)
+             libopenmpi-dev openmpi-bin)
 
 # Debian packages only the tests need: Chromium loads the HTML report headless
 # (tests/report/browser_test.sh, which is skipped without it).

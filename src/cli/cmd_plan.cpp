@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/planning.h"
+#include "plan/data_parallel.h"
 #include "plan/plan_io.h"
 #include "report/stalls.h"
 #include "report/trace.h"
@@ -27,7 +28,7 @@ void run_plan(const PlanArgs& args) {
   const MethodResult r = run_method(args.method, problem, method_options(args.planning));
   if (!r.feasible)
     throw sa::Error(fmt::format("{} cannot plan within the budget: {}", r.name, r.why));
-  if (!args.output.empty()) write_plan(in.graph, r.plan, args.output);
+  if (!args.output.empty()) write_plan(in.graph, plan_to_write(in, r.plan), args.output);
   if (!args.trace.empty())
     write_trace(in.graph, r.plan, r.sim,
                 {.title = fmt::format("{}: {} plan on {}, budget {}", in.graph.name, r.name,
@@ -35,6 +36,8 @@ void run_plan(const PlanArgs& args) {
                 args.trace);
   const SimResult& s = r.sim;
   const StallReport stalls = attribute_stalls(r.plan, s.timeline);
+  const double exposed =
+      in.dp.active() ? exposed_collective_us(in.graph, r.plan, problem.op_us, in.device) : 0;
   if (args.planning.json) {
     nlohmann::json j = sim_result_json(s);
     j.update({{"method", r.name},
@@ -49,6 +52,13 @@ void run_plan(const PlanArgs& args) {
               {"search_seconds", r.planning_seconds},
               {"evaluations", r.evaluations}});
     if (in.batch) j["samples_per_s"] = *in.batch / (s.iteration_us * 1e-6);
+    if (in.dp.active()) {
+      j["data_parallel"] = {{"ranks", in.dp.ranks},
+                            {"shard_optimizer", in.dp.shard_optimizer},
+                            {"collective_us", s.collective_us},
+                            {"collective_exposed_us", exposed}};
+      if (in.batch) j["samples_per_s_total"] = in.dp.ranks * *in.batch / (s.iteration_us * 1e-6);
+    }
     fmt::print("{}\n", j.dump(2));
     return;
   }
@@ -62,6 +72,13 @@ void run_plan(const PlanArgs& args) {
       "iteration     {}  ({:.1f}% of the ideal {}){}\n", format_us(s.iteration_us),
       100 * problem.ideal_us / s.iteration_us, format_us(problem.ideal_us),
       in.batch ? fmt::format(", {:.2f} samples/s", *in.batch / (s.iteration_us * 1e-6)) : "");
+  if (in.dp.active())
+    fmt::print("ranks         {}{}: collectives {} per rank, {} of it exposed{}\n", in.dp.ranks,
+               in.dp.shard_optimizer ? " (optimizer sharded)" : "", format_us(s.collective_us),
+               format_us(exposed),
+               in.batch ? fmt::format(", {:.2f} samples/s in all",
+                                      in.dp.ranks * *in.batch / (s.iteration_us * 1e-6))
+                        : "");
   fmt::print("compute stall {}{}\n", format_us(s.stall_us),
              stalls.total_us > 0 ? ": " + describe_stall_causes(stalls) : "");
   fmt::print("swapped       {} in, {} out\n", format_bytes(s.swap_in_bytes),

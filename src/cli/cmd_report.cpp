@@ -54,9 +54,14 @@ void run_report(ReportArgs args) {
       print_warnings(
           {"report: --memory and --memory-fraction are ignored with a PLAN: its "
            "memory_budget is used"});
-    graph = args.planning.source.load();
     MethodResult r;
-    r.plan = read_plan(*graph, args.plan);
+    auto [g, plan] = read_graph_and_plan(args.planning.source.load(), args.plan,
+                                         load_device(args.planning.device));
+    graph = std::move(g);
+    r.plan = std::move(plan);
+    // The plan says how many ranks it plans (its graph is one rank's already).
+    args.planning.data_parallel = r.plan.data_parallel.ranks;
+    args.planning.shard_optimizer = r.plan.data_parallel.shard_optimizer;
     const VerifyResult v = verify_plan(*graph, r.plan);
     if (!v.ok) throw Error(fmt::format("{}: the plan is not valid: {}", args.plan, v.violation));
     budget = r.plan.memory_budget;

@@ -17,6 +17,7 @@
 #include "plan/verify.h"
 #include "runtime/backends.h"
 #include "runtime/executor.h"
+#include "runtime/ranks.h"
 #include "util/error.h"
 #include "util/limits.h"
 #include "util/units.h"
@@ -56,13 +57,18 @@ void run_run(const RunArgs& args) {
     run_aten(a);
     return;
   }
-  const Graph g = read_graph(args.graph);
-  const Plan p = read_plan(g, args.plan);
+  const DeviceProfile device = load_device(args.device);
+  const auto [g, p] = read_graph_and_plan(read_graph(args.graph), args.plan, device);
+  // Under mpirun: one rank of several (Note [Ranks] in runtime/ranks.h).
+  const runtime::RankInfo rank = runtime::init_ranks();
+  if (rank.size > 1 && p.data_parallel.ranks != rank.size)
+    print_warnings({fmt::format(
+        "rank {}: {} ranks run a plan made for {} (its collectives are timed for that many)",
+        rank.rank, rank.size, p.data_parallel.ranks)});
   const VerifyResult v = verify_plan(g, p);
   if (!v.ok)
     throw Error(
         fmt::format("{}: the plan is not valid for {}: {}", args.plan, args.graph, v.violation));
-  const DeviceProfile device = load_device(args.device);
   std::vector<std::string> warnings;
   const std::vector<double> op_us = op_times_us(g, device, &warnings);
   check_op_times(g, device, op_us);
@@ -108,6 +114,8 @@ void run_run(const RunArgs& args) {
         format_us(overrun_us), 100 * overrun_us / measured_us, late_kernels, args.time_scale)});
   if (args.json) {
     nlohmann::json j = {{"graph", g.name},
+                        {"rank", rank.rank},
+                        {"ranks", rank.size},
                         {"method", p.method},
                         {"backend", backend->name()},
                         {"device", backend->device_name()},
@@ -133,6 +141,7 @@ void run_run(const RunArgs& args) {
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("graph       {} ({} ops, {} tensors)\n", g.name, g.num_ops(), g.num_tensors());
+    if (rank.size > 1) fmt::print("rank        {} of {}\n", rank.rank, rank.size);
     fmt::print("plan        {} ({} steps), budget {}\n", p.method, p.num_steps(),
                format_bytes(p.memory_budget));
     fmt::print("backend     {} ({}), time scale {}{}\n", backend->name(), backend->device_name(),

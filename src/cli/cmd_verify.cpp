@@ -5,7 +5,6 @@
 
 #include "cli/common.h"
 #include "graph/graph_io.h"
-#include "plan/plan_io.h"
 #include "plan/verify.h"
 #include "util/error.h"
 #include "util/units.h"
@@ -19,16 +18,18 @@ struct VerifyArgs {
 };
 
 void run_verify(const VerifyArgs& args) {
-  const Graph g = read_graph(args.graph);
-  const Plan p = read_plan(g, args.plan);
+  // The device only times a data-parallel plan's collectives: not checked here.
+  const auto [g, p] =
+      read_graph_and_plan(read_graph(args.graph), args.plan, load_device("v100-16gb"));
   const VerifyResult v = verify_plan(g, p);
   if (!v.ok) throw Error(fmt::format("{}: invalid plan: {}", args.plan, v.violation));
   const PlanTraffic t = plan_traffic(g, p);
   fmt::print(
-      "{}: valid plan for {} ({} steps: {} ops, {} swap-ins, {} swap-outs, {} drops, {} "
+      "{}: valid plan for {}{} ({} steps: {} ops, {} swap-ins, {} swap-outs, {} drops, {} "
       "recomputes; {} {} of a {} budget)\n",
-      args.plan, g.name.empty() ? args.graph : g.name, p.num_steps(), g.num_ops(), t.swap_ins,
-      t.swap_outs, t.drops, t.recomputes,
+      args.plan, g.name.empty() ? args.graph : g.name,
+      p.data_parallel.active() ? fmt::format(", one rank of {}", p.data_parallel.ranks) : "",
+      p.num_steps(), g.num_ops(), t.swap_ins, t.swap_outs, t.drops, t.recomputes,
       p.allocator == Allocator::kArena ? "objects reach" : "pool", format_bytes(p.arena_bytes()),
       format_bytes(p.memory_budget));
 }

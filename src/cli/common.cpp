@@ -6,7 +6,10 @@
 
 #include "cli/options.h"
 #include "graph/graph_io.h"
+#include "plan/data_parallel.h"
+#include "plan/plan_io.h"
 #include "util/error.h"
+#include "util/file_io.h"
 #include "zoo/zoo.h"
 
 namespace sa::cli {
@@ -28,6 +31,15 @@ void add_precision_option(CLI::App* app, std::string* precision) {
   app->add_option("--precision", *precision,
                   "for --model: fp32, or automatic mixed precision bf16 or fp16 (docs/zoo.md)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+}
+
+GraphAndPlan read_graph_and_plan(Graph g, const std::string& plan_path,
+                                 const DeviceProfile& device) {
+  const std::string text = read_file(plan_path);
+  const DataParallel dp = plan_data_parallel(g, text, plan_path);
+  if (dp.active()) g = data_parallel_graph(g, dp, rank_device(device, dp.ranks));
+  Plan p = parse_plan(g, text, plan_path);
+  return {std::move(g), std::move(p)};
 }
 
 Graph GraphSource::load() const {

@@ -9,6 +9,7 @@
 
 #include "cost/device.h"
 #include "graph/graph.h"
+#include "plan/plan.h"
 
 namespace sa::cli {
 
@@ -30,6 +31,16 @@ struct GraphSource {
 
 // --precision fp32|bf16|fp16 (zoo and every command with --model).
 void add_precision_option(CLI::App* app, std::string* precision);
+
+// A plan file and the graph it plans: a data-parallel plan (its
+// data_parallel field) plans data_parallel_graph() of the graph given, with
+// its collectives timed on `device`; any other plan the graph itself.
+struct GraphAndPlan {
+  Graph graph;
+  Plan plan;
+};
+GraphAndPlan read_graph_and_plan(Graph g, const std::string& plan_path,
+                                 const DeviceProfile& device);
 
 // An int option's check: 1 to INT_MAX (--batch, --seq-len).
 CLI::Validator positive_int();

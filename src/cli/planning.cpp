@@ -9,6 +9,7 @@
 #include "cost/op_cost.h"
 #include "graph/stats.h"
 #include "plan/allocation.h"
+#include "plan/data_parallel.h"
 #include "util/error.h"
 #include "util/limits.h"
 #include "util/units.h"
@@ -58,15 +59,29 @@ void PlanningArgs::add_options(CLI::App* app) {
       ->capture_default_str();
   app->add_flag("--no-recompute", no_recompute,
                 "plan swaps only: never drop a tensor to run its op again (Note [Recomputation])");
+  app->add_option("--data-parallel", data_parallel,
+                  "plan one rank of N training data-parallel: gradients all-reduced on the "
+                  "device's collective link, host links shared (docs/devices.md)")
+      ->check(integer_in(1, kMaxRanks))
+      ->capture_default_str();
+  app->add_flag("--shard-optimizer", shard_optimizer,
+                "with --data-parallel: shard the optimizer state and its update across the "
+                "ranks (ZeRO stage 1), all-gathering the updated parameters");
   app->add_flag("--quiet", quiet, "no progress line on stderr");
   app->add_flag("--json", json, "print one JSON object");
 }
 
 PlanningInputs load_planning_inputs(const PlanningArgs& args, std::optional<Graph> graph,
                                     std::optional<int64_t> budget) {
+  if (args.shard_optimizer && args.data_parallel < 2)
+    throw Error("--shard-optimizer needs --data-parallel N with N of 2 or more");
   PlanningInputs in;
-  in.graph = graph ? std::move(*graph) : args.source.load();
-  in.device = load_device(args.device);
+  in.dp.ranks = args.data_parallel;
+  in.dp.shard_optimizer = args.shard_optimizer;
+  in.device = rank_device(load_device(args.device), in.dp.ranks);
+  in.graph = graph            ? std::move(*graph)
+             : in.dp.active() ? data_parallel_graph(args.source.load(), in.dp, in.device)
+                              : args.source.load();
   in.peak_live = peak_live_bytes(in.graph);
   if (budget) {
     in.budget = *budget;
@@ -104,6 +119,12 @@ PlanningInputs load_planning_inputs(const PlanningArgs& args, std::optional<Grap
       }
   }
   return in;
+}
+
+Plan plan_to_write(const PlanningInputs& in, const Plan& p) {
+  Plan out = p;
+  out.data_parallel = in.dp;
+  return out;
 }
 
 MethodOptions method_options(const PlanningArgs& args) {

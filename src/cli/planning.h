@@ -31,6 +31,8 @@ struct PlanningArgs {
   std::string allocator{to_string(kDefaultAllocator)};  // "arena" or "size-class"
   std::string arena_layout = "placed";                  // or "packed" (ArenaLayout)
   bool no_recompute = false;                            // swap-only plans (Note [Recompute genes])
+  int data_parallel = 1;                                // ranks (Note [Data parallelism ...])
+  bool shard_optimizer = false;                         // ZeRO-1 across the ranks
   bool quiet = false;
   bool json = false;
 
@@ -44,12 +46,18 @@ struct PlanningInputs {
   DeviceProfile device;
   int64_t budget = 0;
   int64_t peak_live = 0;
-  std::optional<int> batch;  // samples per iteration, when known
+  std::optional<int> batch;  // samples per iteration of one rank, when known
+  DataParallel dp;           // what the graph and device are one rank of
 };
 // With a graph already loaded (it is taken), or a budget given (a plan's),
-// those are used instead of the arguments'.
+// those are used instead of the arguments'. With --data-parallel N the graph
+// is one rank's (data_parallel_graph; a graph given is taken as one already)
+// and the device one rank's view (rank_device: shared host links).
 PlanningInputs load_planning_inputs(const PlanningArgs& args, std::optional<Graph> graph = {},
                                     std::optional<int64_t> budget = {});
+
+// The plan to write: the method's, marked with the ranks it plans.
+Plan plan_to_write(const PlanningInputs& in, const Plan& p);
 
 // The allocator and the search options the arguments give.
 MethodOptions method_options(const PlanningArgs& args);

@@ -63,6 +63,39 @@ const std::vector<DeviceProfile>& builtins() {
   return kBuiltins;
 }
 
+// The collective link of each built-in (docs/devices.md, "Collective link"):
+// 80% of the NVLink bandwidth per direction of the SXM part, 5 us per ring
+// step, and the GPUs per PCIe switch of the NVIDIA DGX of that generation.
+struct CollectiveLink {
+  const char* name;
+  double gbps, latency_us;
+  int gpus_per_host_link;
+};
+constexpr CollectiveLink kCollectiveLinks[] = {
+    {"v100-16gb", 120, 5, 2},   // NVLink 2: 6 links x 25 GB/s; DGX-1: 2 GPUs per switch
+    {"a100-40gb", 240, 5, 2},   // NVLink 3: 12 links x 25 GB/s; DGX A100: 2 per switch
+    {"h100-80gb", 360, 5, 2},   // NVLink 4: 18 links x 25 GB/s; DGX H100: 2 per switch
+    {"h200-141gb", 360, 5, 2},  // as the H100 (NVLink 4)
+    // NVLink 4 as the H100; each superchip has its own C2C host link.
+    {"gh200-96gb", 360, 5, 1},
+    {"gh200-144gb", 360, 5, 1},
+};
+
+const std::vector<DeviceProfile>& builtins_with_links() {
+  static const std::vector<DeviceProfile> kWithLinks = [] {
+    std::vector<DeviceProfile> out = builtins();
+    for (DeviceProfile& d : out)
+      for (const CollectiveLink& l : kCollectiveLinks)
+        if (d.name == l.name) {
+          d.collective_gbps = l.gbps;
+          d.collective_latency_us = l.latency_us;
+          d.gpus_per_host_link = l.gpus_per_host_link;
+        }
+    return out;
+  }();
+  return kWithLinks;
+}
+
 // A profile's number fields and what each may be (docs/devices.md): figures
 // outside these ranges are typos or hostile (a link of 10^-300 GB/s makes
 // every copy take longer than the universe has existed).
@@ -85,6 +118,9 @@ constexpr NumberField kTf32{"tf32_tflops", false, 1e-6, 1e6, "TFLOP/s"};
 constexpr NumberField kFp16{"fp16_tflops", false, 1e-6, 1e6, "TFLOP/s"};
 constexpr NumberField kBf16{"bf16_tflops", false, 1e-6, 1e6, "TFLOP/s"};
 constexpr NumberField kFp8{"fp8_tflops", false, 1e-6, 1e6, "TFLOP/s"};
+constexpr NumberField kCollective{"collective_gbps", false, kMinGbps, kMaxLinkGbps, "GB/s"};
+constexpr NumberField kCollectiveLatency{"collective_latency_us", false, 0, 1e6, "us"};
+constexpr NumberField kGpusPerLink{"gpus_per_host_link", false, 1, 1024, ""};
 
 // A number field within its range, or fallback when it is optional and absent.
 double number(const FieldReader& r, const json& doc, const NumberField& f, double fallback) {
@@ -122,7 +158,7 @@ double DeviceProfile::math_tflops(MathType m) const {
 
 std::vector<std::string> builtin_device_names() {
   std::vector<std::string> names;
-  for (const auto& d : builtins())
+  for (const auto& d : builtins_with_links())
     names.push_back(d.name);
   return names;
 }
@@ -165,6 +201,13 @@ DeviceProfile parse_device(const std::string& text, const std::string& origin) {
   d.fp16_tflops = number(r, doc, kFp16, 0);
   d.bf16_tflops = number(r, doc, kBf16, 0);
   d.fp8_tflops = number(r, doc, kFp8, 0);
+  // Without a collective link, ranks all-reduce over the host link.
+  d.collective_gbps = number(r, doc, kCollective, std::min(d.h2d_gbps, d.d2h_gbps));
+  d.collective_latency_us = number(r, doc, kCollectiveLatency, 10);
+  const double gpus = number(r, doc, kGpusPerLink, 1);
+  if (gpus != std::floor(gpus))
+    r.fail("gpus_per_host_link", fmt::format("expected a whole number, got {}", gpus));
+  d.gpus_per_host_link = static_cast<int>(gpus);
   if (d.duplex_gbps < std::max(d.h2d_gbps, d.d2h_gbps))
     throw Error(origin + ": duplex_gbps must be at least the faster single direction");
   if (const std::string* source = r.optional_string(doc, "", "source")) d.source = *source;
@@ -184,7 +227,10 @@ std::string device_to_json(const DeviceProfile& d) {
             {"compute_efficiency", d.compute_efficiency},
             {"memory_efficiency", d.memory_efficiency},
             {"launch_overhead_us", d.launch_overhead_us},
-            {"source", d.source}};
+            {"source", d.source},
+            {"collective_gbps", d.collective_gbps},
+            {"collective_latency_us", d.collective_latency_us},
+            {"gpus_per_host_link", d.gpus_per_host_link}};
   // Only the per-math peaks the profile has: absent means "the FP32 peak".
   for (const auto& [key, v] :
        {std::pair{"tf32_tflops", d.tf32_tflops}, std::pair{"fp16_tflops", d.fp16_tflops},
@@ -194,7 +240,7 @@ std::string device_to_json(const DeviceProfile& d) {
 }
 
 DeviceProfile load_device(const std::string& name_or_path) {
-  for (const auto& d : builtins())
+  for (const auto& d : builtins_with_links())
     if (d.name == name_or_path) return d;
   std::error_code ec;
   // Any file, so that a directory or an unreadable file gets its own error.

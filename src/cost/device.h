@@ -9,7 +9,11 @@
 //    "peak_tflops": 15.7, "hbm_gbps": 900,
 //    "compute_efficiency": 0.6, "memory_efficiency": 0.75,
 //    "launch_overhead_us": 6, "source": "where these figures come from",
-//    "tf32_tflops": 15.7, "fp16_tflops": 125, "bf16_tflops": 15.7}
+//    "tf32_tflops": 15.7, "fp16_tflops": 125, "bf16_tflops": 15.7,
+//    "collective_gbps": 120, "collective_latency_us": 5, "gpus_per_host_link": 2}
+//
+// The collective_* and gpus_per_host_link fields are optional too
+// (docs/devices.md, "Collective link", gives their defaults).
 //
 // Bandwidths are in GB/s (10^9 bytes per second). The per-math peaks
 // (tf32/fp16/bf16/fp8_tflops) are optional: absent, an op in that math runs
@@ -46,6 +50,14 @@ struct DeviceProfile {
   // else the FP32 peak (FP8 falls back to the FP16 rate first), so that a
   // profile without these fields costs every op as format 1.0 did.
   double math_tflops(MathType m) const;
+
+  // Data-parallel training (docs/devices.md, "Collective link"): the link
+  // the gradient all-reduce runs on between ranks (NVLink on SXM parts), as
+  // the bandwidth one ring step sustains per direction and the latency of
+  // one step; and how many GPUs share one host link (a PCIe switch uplink).
+  double collective_gbps = 0;
+  double collective_latency_us = 0;
+  int gpus_per_host_link = 1;
 
   // Bytes per microsecond, the simulator's unit (1 GB/s = 1000 B/us).
   double h2d_bytes_per_us() const { return h2d_gbps * 1e3; }

@@ -89,6 +89,17 @@ struct Op {
   MathType math = MathType::kFp32;
 };
 
+// Collective ops: what data-parallel planning adds to one rank's graph (Note
+// [Data parallelism as a graph transformation] in plan/data_parallel.h). They
+// update the tensors they reduce or gather and run on the collective stream.
+inline constexpr std::string_view kCollectiveTypes[] = {"sa::all_reduce", "sa::reduce_scatter",
+                                                        "sa::all_gather"};
+inline bool is_collective(const Op& op) {
+  for (std::string_view t : kCollectiveTypes)
+    if (op.type == t) return true;
+  return false;
+}
+
 // Whether a plan may run op again to recreate its outputs: allowed by the
 // graph, no in-place updates (running it again would apply them twice) and
 // at least one output.

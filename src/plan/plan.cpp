@@ -31,6 +31,8 @@ std::string_view to_string(Stream s) {
       return "h2d";
     case Stream::kD2H:
       return "d2h";
+    case Stream::kCollective:
+      return "collective";
     case Stream::kNone:
       return "none";
   }
@@ -110,6 +112,7 @@ void Plan::clear() {
   access_objects.clear();
   initial_resident.clear();
   recompute_objects.clear();
+  data_parallel = {};
 }
 
 void offsets_from_classes(Plan* p) {

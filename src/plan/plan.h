@@ -71,8 +71,10 @@ inline constexpr ObjectId kNoObject = -1;
 // kRecompute runs an op again (Note [Plan semantics]); it is added last so
 // that the others keep their values.
 enum class StepKind : uint8_t { kCompute, kSwapIn, kSwapOut, kDrop, kRecompute };
-enum class Stream : uint8_t { kCompute = 0, kH2D = 1, kD2H = 2, kNone = 3 };
-inline constexpr int kNumStreams = 3;  // real streams: compute, H2D, D2H
+// kCollective runs the collective ops of data-parallel plans (Note [Data
+// parallelism as a graph transformation] in plan/data_parallel.h).
+enum class Stream : uint8_t { kCompute = 0, kH2D = 1, kD2H = 2, kCollective = 3, kNone = 4 };
+inline constexpr int kNumStreams = 4;  // real streams: compute, H2D, D2H, collective
 
 constexpr Stream stream_of(StepKind k) {
   switch (k) {
@@ -88,8 +90,12 @@ constexpr Stream stream_of(StepKind k) {
   }
   return Stream::kNone;
 }
+// The stream a step runs on: stream_of(kind), except that a compute step of
+// a collective op runs on the collective stream.
+struct Step;
+inline Stream stream_of(const Graph& g, const Step& s);
 std::string_view to_string(StepKind k);  // "compute", "swap_in", "swap_out", "drop", "recompute"
-std::string_view to_string(Stream s);    // "compute", "h2d", "d2h", "none"
+std::string_view to_string(Stream s);    // "compute", "h2d", "d2h", "collective", "none"
 
 struct Step {
   StepKind kind = StepKind::kCompute;
@@ -115,6 +121,11 @@ struct Step {
   }
   [[noreturn]] static void wrong_subject(StepKind k);  // an internal error (a bug)
 };
+
+inline Stream stream_of(const Graph& g, const Step& s) {
+  if (s.kind == StepKind::kCompute && is_collective(g.ops[s.subject])) return Stream::kCollective;
+  return stream_of(s.kind);
+}
 
 // The paper's size-class pool (Note [Plan semantics]).
 struct Pool {
@@ -144,6 +155,20 @@ std::optional<Allocator> allocator_from_string(std::string_view s);
 // What plan, compare, report, the baselines and the search use unless told.
 inline constexpr Allocator kDefaultAllocator = Allocator::kArena;
 
+// What a data-parallel plan plans: one rank of `ranks` (Note [Data
+// parallelism as a graph transformation] in plan/data_parallel.h). Its graph
+// is data_parallel_graph() of the graph it is read with.
+struct DataParallel {
+  int ranks = 1;
+  bool shard_optimizer = false;              // ZeRO stage 1
+  int64_t bucket_bytes = int64_t{25} << 20;  // gradient bytes per collective
+
+  bool active() const { return ranks > 1; }
+};
+
+// The most ranks the tools accept.
+inline constexpr int kMaxRanks = 65536;
+
 struct ResidentTensor {
   TensorId tensor;
   ObjectId object;
@@ -164,6 +189,7 @@ struct Plan {
   std::vector<ObjectId> access_objects;
   std::vector<ResidentTensor> initial_resident;
   std::vector<ObjectId> recompute_objects;  // the recompute steps' objects
+  DataParallel data_parallel;               // one rank of a data-parallel run
 
   int num_steps() const { return static_cast<int>(steps.size()); }
   int num_objects() const { return static_cast<int>(objects.size()); }

@@ -7,6 +7,7 @@
 #include "util/error.h"
 #include "util/file_io.h"
 #include "util/json.h"
+#include "util/limits.h"
 
 namespace sa {
 namespace {
@@ -60,6 +61,24 @@ class PlanReader {
     return out;
   }
 
+  // The optional data_parallel object (docs/plan-format.md); one rank without.
+  DataParallel data_parallel(const json& doc) const {
+    DataParallel dp;
+    if (!doc.is_object() || !doc.contains("data_parallel")) return dp;
+    const json& j = doc["data_parallel"];
+    if (!j.is_object()) fail("data_parallel", "expected an object");
+    dp.ranks = static_cast<int>(
+        integer(field(j, "data_parallel", "ranks"), "data_parallel.ranks", 1, kMaxRanks));
+    if (j.contains("shard_optimizer")) {
+      if (!j["shard_optimizer"].is_boolean())
+        fail("data_parallel.shard_optimizer", "expected true or false");
+      dp.shard_optimizer = j["shard_optimizer"].get<bool>();
+    }
+    if (j.contains("bucket_bytes"))
+      dp.bucket_bytes = integer(j["bucket_bytes"], "data_parallel.bucket_bytes", 1, kMaxBytes);
+    return dp;
+  }
+
   Plan read(const json& doc) const {
     if (!doc.is_object()) fail("(document)", "expected an object");
     if (!doc.contains("format") || doc["format"] != "swapadvisor-plan")
@@ -79,6 +98,7 @@ class PlanReader {
                        quote(gfp.get_ref<const std::string&>()), fp));
     Plan p;
     if (doc.contains("method") && doc["method"].is_string()) p.method = doc["method"];
+    p.data_parallel = data_parallel(doc);
     p.memory_budget = integer(field(doc, "", "memory_budget"), "memory_budget", 0, INT64_MAX);
     p.order = ints<OpId>(field(doc, "", "order"), "order", m, 0, m - 1);
     // No plan needs more objects than it can name: every access, step and
@@ -233,6 +253,10 @@ std::string plan_to_json(const Graph& g, const Plan& p) {
       "\"memory_budget\":{},\n\"order\":[{}],\n",
       json(p.method).dump(), json(g.name).dump(), g.num_ops(), g.num_tensors(),
       graph_fingerprint(g), p.memory_budget, fmt::join(p.order, ","));
+  if (p.data_parallel.active())
+    out += fmt::format(
+        "\"data_parallel\":{{\"ranks\":{},\"shard_optimizer\":{},\"bucket_bytes\":{}}},\n",
+        p.data_parallel.ranks, p.data_parallel.shard_optimizer, p.data_parallel.bucket_bytes);
   out += fmt::format("\"allocator\":\"{}\",\n", to_string(p.allocator));
   if (p.allocator == Allocator::kArena) {
     out += "\"objects\":[";
@@ -271,6 +295,10 @@ std::string plan_to_json(const Graph& g, const Plan& p) {
 
 Plan parse_plan(const Graph& g, std::string_view text, std::string_view origin) {
   return PlanReader(g, origin).read(parse_json(text, origin));
+}
+
+DataParallel plan_data_parallel(const Graph& g, std::string_view text, std::string_view origin) {
+  return PlanReader(g, origin).data_parallel(parse_json(text, origin));
 }
 
 void write_plan(const Graph& g, const Plan& p, const std::string& path) {

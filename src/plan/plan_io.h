@@ -25,6 +25,12 @@ uint64_t graph_fingerprint(const Graph& g);
 std::string plan_to_json(const Graph& g, const Plan& p);
 Plan parse_plan(const Graph& g, std::string_view json_text, std::string_view origin);
 
+// The data_parallel field of a plan file, read before the plan itself: a
+// data-parallel plan is read against data_parallel_graph() of its graph
+// (read_graph_and_plan in cli/common.h).
+DataParallel plan_data_parallel(const Graph& g, std::string_view json_text,
+                                std::string_view origin);
+
 void write_plan(const Graph& g, const Plan& p, const std::string& path);
 Plan read_plan(const Graph& g, const std::string& path);
 

@@ -6,10 +6,21 @@ namespace sa {
 
 namespace {
 
-std::vector<double> scaled(std::vector<double> times, double scale) {
-  for (double& t : times)
-    t *= scale;
+// Collective ops (data-parallel plans) are link time, not compute: the
+// calibration of compute does not apply to them.
+std::vector<double> scaled(const Graph& g, std::vector<double> times, double scale) {
+  for (size_t o = 0; o < times.size(); ++o)
+    if (!is_collective(g.ops[o])) times[o] *= scale;
   return times;
+}
+
+// The ideal iteration runs every compute op back to back; collectives overlap
+// with them (on their own stream) in the ideal.
+double compute_ideal_us(const Graph& g, const std::vector<double>& times) {
+  double sum = 0;
+  for (size_t o = 0; o < times.size(); ++o)
+    if (!is_collective(g.ops[o])) sum += times[o];
+  return sum;
 }
 
 }  // namespace
@@ -18,9 +29,9 @@ Problem::Problem(const Graph& g, const DeviceProfile& d, int64_t b, double compu
     : graph(g),
       device(d),
       dataflow(g),
-      op_us(scaled(op_times_us(g, d, &warnings), compute_scale)),
+      op_us(scaled(g, op_times_us(g, d, &warnings), compute_scale)),
       sizes(make_size_table(g)),
       budget(b),
-      ideal_us(sa::ideal_us(op_us)) {}
+      ideal_us(compute_ideal_us(g, op_us)) {}
 
 }  // namespace sa

@@ -34,14 +34,14 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
   for (auto& q : queue_)
     q.clear();
   for (StepId s = 0; s < num_steps; ++s) {
-    const Stream st = stream_of(p.steps[s].kind);
+    const Stream st = stream_of(g, p.steps[s]);
     if (st != Stream::kNone) queue_[static_cast<int>(st)].push_back(s);
   }
   finish_.assign(num_steps, kUnknown);
   if (options.record_timeline) start_.assign(num_steps, 0);
 
   // The finish time of a step, or kUnknown. Drops finish with their last wait.
-  size_t head[kNumStreams] = {0, 0, 0};
+  size_t head[kNumStreams] = {};
   auto finish_of = [&](StepId s) -> double {
     if (finish_[s] != kUnknown || p.steps[s].kind != StepKind::kDrop) return finish_[s];
     double f = 0;
@@ -60,9 +60,12 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
     return true;
   };
   const std::function<bool(StepId)> done = [&](StepId s) { return finish_of(s) != kUnknown; };
+  // Copies are timed by the bytes left, compute and collective steps by
+  // their op time.
+  auto is_copy = [](int st) { return st == 1 || st == 2; };
   // The next step of stream st if it can start now, else -1.
   auto next_step = [&](int st) -> StepId {
-    if (st > 0 && picker) {
+    if (is_copy(st) && picker) {
       const Stream stream = static_cast<Stream>(st);
       return picker->exhausted(stream) ? -1 : picker->pick(stream, done);
     }
@@ -73,14 +76,14 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
     return s;
   };
   auto stream_done = [&](int st) {
-    return st > 0 && picker ? picker->exhausted(static_cast<Stream>(st))
-                            : head[st] >= queue_[st].size();
+    return is_copy(st) && picker ? picker->exhausted(static_cast<Stream>(st))
+                                 : head[st] >= queue_[st].size();
   };
 
   const double h2d = d.h2d_bytes_per_us(), d2h = d.d2h_bytes_per_us();
   const double duplex_scale = std::min(1.0, d.duplex_bytes_per_us() / (h2d + d2h));
-  StepId active[kNumStreams] = {-1, -1, -1};
-  double end_c = 0;                    // compute: end time of the active step
+  StepId active[kNumStreams] = {-1, -1, -1, -1};
+  double end_op[kNumStreams] = {};     // compute, collective: end time of the active step
   double remaining[kNumStreams] = {};  // copies: bytes left
   double now = 0, last_compute_end = 0;
 
@@ -92,11 +95,15 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
       active[st] = s;
       if (options.record_timeline) start_[s] = now;
       const Step& step = p.steps[s];
-      if (st == 0) {
+      if (!is_copy(st)) {
         const double t = op_us[step.subject];
-        r.compute_us += t;
-        if (step.kind == StepKind::kRecompute) r.recompute_us += t;
-        end_c = now + t;
+        if (st == 0) {
+          r.compute_us += t;
+          if (step.kind == StepKind::kRecompute) r.recompute_us += t;
+        } else {
+          r.collective_us += t;
+        }
+        end_op[st] = now + t;
       } else {
         const double bytes = static_cast<double>(g.tensors[step.subject].bytes);
         remaining[st] = bytes;
@@ -105,12 +112,11 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
     }
     const bool both = active[1] >= 0 && active[2] >= 0;
     const double rate[kNumStreams] = {0, h2d * (both ? duplex_scale : 1.0),
-                                      d2h * (both ? duplex_scale : 1.0)};
-    double t_end[kNumStreams] = {kInf, kInf, kInf};
-    if (active[0] >= 0) t_end[0] = end_c;
-    for (int st = 1; st < kNumStreams; ++st)
-      if (active[st] >= 0) t_end[st] = now + remaining[st] / rate[st];
-    const double t = std::min({t_end[0], t_end[1], t_end[2]});
+                                      d2h * (both ? duplex_scale : 1.0), 0};
+    double t_end[kNumStreams] = {kInf, kInf, kInf, kInf};
+    for (int st = 0; st < kNumStreams; ++st)
+      if (active[st] >= 0) t_end[st] = is_copy(st) ? now + remaining[st] / rate[st] : end_op[st];
+    const double t = *std::min_element(t_end, t_end + kNumStreams);
     if (t == kInf) {
       bool all_done = true;
       for (int st = 0; st < kNumStreams; ++st)
@@ -119,7 +125,7 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
       r.ok = false;
       for (int st = 0; st < kNumStreams; ++st)
         if (!stream_done(st)) {
-          if (st > 0 && picker) {
+          if (is_copy(st) && picker) {
             r.error = fmt::format("deadlock at {:.1f} us: no step left on the {} stream can start",
                                   now, to_string(static_cast<Stream>(st)));
             break;
@@ -134,7 +140,7 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
       return r;
     }
     for (int st = 1; st < kNumStreams; ++st)
-      if (active[st] >= 0) remaining[st] -= rate[st] * (t - now);
+      if (active[st] >= 0 && is_copy(st)) remaining[st] -= rate[st] * (t - now);
     now = t;
     for (int st = 0; st < kNumStreams; ++st) {
       if (active[st] < 0 || t_end[st] != t) continue;

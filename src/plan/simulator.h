@@ -1,12 +1,13 @@
 #pragma once
-// The three-stream simulator: predicts how long a Plan's iteration takes.
+// The stream simulator: predicts how long a Plan's iteration takes.
 //
 // Note [Simulated streams]
 // ------------------------
-// Compute, host→device (H2D) and device→host (D2H) streams each run their
+// Compute, host→device (H2D), device→host (D2H) and collective streams (the
+// last for data-parallel plans only) each run their
 // steps in Plan order; a step starts when its stream is free and every step
 // it waits for has finished. A compute step (or a recompute of an op) lasts
-// its op time. A copy moves
+// its op time, and so does a collective step. A copy moves
 // the tensor's bytes at its direction's bandwidth when it runs alone; when
 // both directions run at once they share the duplex total: each direction's
 // rate is scaled by min(1, duplex / (h2d + d2h)). Rates change only when a
@@ -44,11 +45,12 @@ struct MemoryPoint {
 
 struct SimResult {
   bool ok = false;
-  std::string error;        // set when !ok (a deadlock: the plan is broken)
-  double iteration_us = 0;  // when the last step ends
-  double compute_us = 0;    // sum of compute step times (recomputes included)
-  double recompute_us = 0;  // of which recompute steps
-  double stall_us = 0;      // time the compute stream waited on copies
+  std::string error;         // set when !ok (a deadlock: the plan is broken)
+  double iteration_us = 0;   // when the last step ends
+  double compute_us = 0;     // sum of compute step times (recomputes included)
+  double recompute_us = 0;   // of which recompute steps
+  double collective_us = 0;  // sum of collective step times (data-parallel plans)
+  double stall_us = 0;       // time the compute stream waited on copies
   int64_t swap_in_bytes = 0;
   int64_t swap_out_bytes = 0;
   int64_t peak_device_bytes = 0;     // with record_timeline only

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "plan/copy_order.h"
+#include "plan/data_parallel.h"
 #include "plan/dtr_cost.h"
 #include "plan/packing.h"
 #include "plan/simulator.h"
@@ -1851,6 +1852,7 @@ void SwapPlanner::Pass::write_plan(std::span<const int32_t> visit, std::span<con
     r.object = object(r.object);
   std::sort(p.initial_resident.begin(), p.initial_resident.end(),
             [](const ResidentTensor& a, const ResidentTensor& b) { return a.tensor < b.tensor; });
+  add_collective_waits(g_, &p);  // data-parallel plans: the collective stream's waits
 }
 
 void SwapPlanner::Pass::emit(std::span<const int32_t> cnt, int64_t budget,

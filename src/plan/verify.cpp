@@ -20,11 +20,11 @@
 namespace sa {
 namespace {
 
-constexpr int32_t kNoHost = -2;     // host version of a transient never swapped out
-constexpr int32_t kStaleHost = -1;  // host version older than version 0
-constexpr StepId kStart = -1;       // "before the iteration": happens before every step
-constexpr TensorId kFree = -1;      // tenant of a free object
-constexpr int kDropSlot = 3;        // touch slot of drops (after the three streams)
+constexpr int32_t kNoHost = -2;         // host version of a transient never swapped out
+constexpr int32_t kStaleHost = -1;      // host version older than version 0
+constexpr StepId kStart = -1;           // "before the iteration": happens before every step
+constexpr TensorId kFree = -1;          // tenant of a free object
+constexpr int kDropSlot = kNumStreams;  // touch slot of drops (after the streams)
 
 using Clock = std::array<int32_t, kNumStreams>;
 
@@ -106,7 +106,9 @@ class Verifier {
     if (a == kStart || a == b) return true;
     const Clock& ca = clock_[a];
     const Clock& cb = clock_[b];
-    return ca[0] <= cb[0] && ca[1] <= cb[1] && ca[2] <= cb[2];
+    for (int k = 0; k < kNumStreams; ++k)
+      if (ca[k] > cb[k]) return false;
+    return true;
   }
 
   bool structure();
@@ -120,16 +122,18 @@ class Verifier {
   bool swap_out(StepId s);
   bool drop(StepId s);
   bool arrive(StepId s, ObjectId x, int32_t who, int slot);
+  // The touch slot of a step that runs an op: its stream (compute, or
+  // collective for a collective op's compute step).
+  int slot(StepId s) const { return static_cast<int>(stream_of(g_, p_.steps[s])); }
   // What a compute or recompute step of op o does on its objects besides
   // its outputs: the workspace arrives, the inputs are read at s.
   bool run_on_objects(StepId s, OpId o, const ObjectId* objs) {
     const Op& oo = g_.ops[o];
     const int nout = static_cast<int>(oo.outputs.size());
-    if (oo.workspace_bytes > 0 &&
-        !arrive(s, objs[num_access_slots(oo) - 1], -2 - o, static_cast<int>(Stream::kCompute)))
+    if (oo.workspace_bytes > 0 && !arrive(s, objs[num_access_slots(oo) - 1], -2 - o, slot(s)))
       return false;
     for (size_t i = 0; i < oo.inputs.size(); ++i)
-      touch_[loc(objs[nout + i])][0] = s;
+      touch_[loc(objs[nout + i])][slot(s)] = s;
     return true;
   }
   bool arrive_bytes(StepId s, ObjectId x, int32_t who);
@@ -176,10 +180,10 @@ class Verifier {
   std::vector<std::vector<StepId>> recreate_steps_;  // per tensor: recompute steps recreating it
 
   // Object state during the walk (indexed by loc()).
-  std::vector<TensorId> tenant_;              // current tenant or kFree
-  std::vector<int32_t> prev_;                 // last tenant (see tenant_name), for messages
-  std::vector<std::array<StepId, 4>> touch_;  // last step per stream (+ drop) on the tenant
-  int32_t pos_ = 0;                           // compute steps run so far
+  std::vector<TensorId> tenant_;  // current tenant or kFree
+  std::vector<int32_t> prev_;     // last tenant (see tenant_name), for messages
+  std::vector<std::array<StepId, kNumStreams + 1>> touch_;  // last step per stream (+ drop)
+  int32_t pos_ = 0;                                         // compute steps run so far
 };
 
 bool Verifier::structure() {
@@ -400,7 +404,9 @@ bool Verifier::structure() {
   }
   tenant_.assign(num_local, kFree);
   prev_.assign(num_local, kFree);
-  touch_.assign(num_local, {-1, -1, -1, -1});
+  touch_.assign(num_local, {});
+  for (auto& t : touch_)
+    t.fill(-1);
   for (const ResidentTensor& r : p_.initial_resident) {
     TensorId& who = tenant_[loc(r.object)];
     if (who != kFree)
@@ -574,9 +580,10 @@ bool Verifier::order() {
   // happen before s or are s.
   clock_.resize(p_.num_steps());
   std::array<int32_t, kNumStreams> count{};
-  std::array<StepId, kNumStreams> last{-1, -1, -1};
+  std::array<StepId, kNumStreams> last;
+  last.fill(-1);
   for (StepId s = 0; s < p_.num_steps(); ++s) {
-    const Stream stream = stream_of(p_.steps[s].kind);
+    const Stream stream = stream_of(g_, p_.steps[s]);
     Clock c{};
     if (stream != Stream::kNone && last[static_cast<int>(stream)] >= 0)
       c = clock_[last[static_cast<int>(stream)]];
@@ -664,7 +671,7 @@ bool Verifier::arrive(StepId s, ObjectId x, int32_t who, int slot) {
           "{} puts {} into object {} but does not wait for {}, which touched its "
           "previous tenant {}",
           step(s), tenant_name(who), x, step(a), tenant_name(prev_[l]));
-  touch_[l] = {-1, -1, -1, -1};
+  touch_[l].fill(-1);
   touch_[l][slot] = s;
   prev_[l] = who;
   if (who >= 0) tenant_[l] = who;
@@ -708,7 +715,7 @@ bool Verifier::compute_step(StepId s) {
   // W1: outputs and the workspace need free objects.
   for (int i = 0; i < nout; ++i) {
     const TensorId t = oo.outputs[i];
-    if (!arrive(s, objs[i], t, static_cast<int>(Stream::kCompute))) return false;
+    if (!arrive(s, objs[i], t, slot(s))) return false;
     dev_obj_[t] = objs[i];
     ver_[t] = dev_ver_[t] = 1;
     data_step_[t] = write_step_[t] = s;
@@ -717,7 +724,13 @@ bool Verifier::compute_step(StepId s) {
 
   for (size_t i = 0; i < oo.updates.size(); ++i) {
     const TensorId t = oo.updates[i];
-    touch_[loc(objs[nout + nin + i])][0] = s;
+    // W3b: an update follows every earlier read of the tensor in its object
+    // (stream order gives it on one stream; a collective needs waits).
+    for (StepId a : touch_[loc(objs[nout + nin + i])])
+      if (a >= 0 && a != s && !hb(a, s))
+        return fail("{} updates {} in object {} but does not wait for {}, which touched it",
+                    step(s), tensor(t), objs[nout + nin + i], step(a));
+    touch_[loc(objs[nout + nin + i])][slot(s)] = s;
     dev_ver_[t] = ++ver_[t];
     data_step_[t] = write_step_[t] = s;
   }

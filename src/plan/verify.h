@@ -41,9 +41,11 @@
 //   O2  there is exactly one compute step per op, and the compute steps appear
 //       in `steps` in the order of `order`.
 // Happens-before (HB): step a HB step b when a chain of stream order (each of
-// the compute, H2D and D2H streams runs its steps in `steps` order) and waits
+// the compute, H2D, D2H and collective streams runs its steps in `steps`
+// order; a compute step of a collective op runs on the collective stream)
+// and waits
 // leads from a to b; a drop, on no stream, finishes when its last wait does.
-// It is computed with vector clocks over the three streams.
+// It is computed with vector clocks over the four streams.
 // The walk: steps are replayed in `steps` order, tracking for every pool
 // object its tenant (a tensor, or a workspace while its op runs) and the last
 // step of each stream (and the drop) that touched the tenant, and for every
@@ -69,8 +71,13 @@
 //   W3  residency: the k-th access of compute step for op o finds the tensor
 //       in object access_objects[access_begin[o] + k], at its latest version,
 //       and HB-follows the step that put that version there (its swap-in; the
-//       compute stream orders creations and updates). A tensor swapped out or
-//       dropped and not brought back is not resident.
+//       compute stream orders creations and updates; a collective step
+//       waits for the gradients it reduces, and the optimizer for the
+//       collective). A tensor swapped out or dropped and not brought back is
+//       not resident.
+//   W3b an update HB-follows every step that touched the tensor in its object
+//       since it arrived (a collective must wait for the compute steps that
+//       read what it overwrites).
 //   W4  a transient is not swapped in, swapped out or dropped before its
 //       creation or after its last access (it is dead: its object is free).
 //   W5  swap-in: the tensor is not already on the device; it has a host copy

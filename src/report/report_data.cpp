@@ -182,7 +182,7 @@ std::string report_data_json(const ReportInput& in) {
       drop_subject.push_back(tensor_row(st.subject));
       continue;
     }
-    Lane& l = lanes[static_cast<int>(stream_of(st.kind))];
+    Lane& l = lanes[static_cast<int>(stream_of(g, st))];
     const int64_t a = ns(t.start_us);
     l.start.push(a);
     l.dur.push_back(std::max<int64_t>(0, ns(t.end_us) - a));
@@ -206,7 +206,7 @@ std::string report_data_json(const ReportInput& in) {
     data["drops"] = {{"time", time.values()}, {"subject", subject}};
   }
   json lanes_json;
-  const char* lane_names[kNumStreams] = {"compute", "h2d", "d2h"};
+  const char* lane_names[kNumStreams] = {"compute", "h2d", "d2h", "collective"};
   for (int i = 0; i < kNumStreams; ++i)
     lanes_json[lane_names[i]] = {
         {"start", lanes[i].start.values()}, {"dur", lanes[i].dur}, {"subject", lanes[i].subject}};

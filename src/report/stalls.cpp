@@ -94,7 +94,7 @@ StallReport attribute_stalls(const Plan& p, std::span<const StepTiming> timeline
   StallReport r;
   // Each step's predecessor on its stream.
   std::vector<StepId> prev_on_stream(p.num_steps(), -1);
-  StepId last[kNumStreams] = {-1, -1, -1};
+  StepId last[kNumStreams] = {-1, -1, -1, -1};
   for (StepId s = 0; s < p.num_steps(); ++s) {
     const Stream st = stream_of(p.steps[s].kind);
     if (st == Stream::kNone) continue;

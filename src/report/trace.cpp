@@ -18,10 +18,12 @@ namespace sa {
 namespace {
 
 constexpr int kPid = 1;
-// Track (thread) ids: the streams in their Stream order, then drops.
+// Track (thread) ids: compute, H2D and D2H in their Stream order, drops,
+// then the collective stream (data-parallel plans; after drops so that the
+// older tracks keep their ids).
 constexpr int kDropTid = 4;
 constexpr int tid_of(Stream s) {
-  return static_cast<int>(s) + 1;
+  return s == Stream::kCollective ? 5 : static_cast<int>(s) + 1;
 }
 
 std::string json_str(std::string_view s) {
@@ -89,6 +91,7 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
       {tid_of(Stream::kCompute), "compute"},
       {tid_of(Stream::kH2D), "host→device (swap-in)"},
       {tid_of(Stream::kD2H), "device→host (swap-out)"},
+      {tid_of(Stream::kCollective), "collective (data-parallel)"},
       {kDropTid, "drops"}};
   for (const auto& [tid, name] : tracks) {
     w.event(R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":{}}}}})", kPid,
@@ -120,7 +123,7 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
       }
       w.event(
           R"({{"ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"name":{},"cat":"{}","args":{{"step":{},"op":{},"type":{}{}}}}})",
-          kPid, tid_of(Stream::kCompute), t.start_us, t.end_us - t.start_us,
+          kPid, tid_of(stream_of(g, st)), t.start_us, t.end_us - t.start_us,
           json_str(again ? "recompute " + op_label(g, st.subject) : op_label(g, st.subject)),
           again ? std::string_view("recompute") : phase_category(op.phase), s, st.subject,
           json_str(op.type), extra);

@@ -83,6 +83,13 @@ struct KernelTable {
   std::vector<int32_t> op_begin;  // per kernel, size num_kernels + 1
   std::vector<int32_t> kernel_op;
   int num_slots = 0;  // checksum slots the op kernels write
+  // Per kernel: what a collective op's kernel does instead of run_op (Note
+  // [Ranks] in runtime/ranks.h); kNone for every other op.
+  std::vector<synthetic::Collective> collective;
+  synthetic::Collective collective_of(int32_t kernel) const {
+    return kernel < static_cast<int32_t>(collective.size()) ? collective[kernel]
+                                                            : synthetic::Collective::kNone;
+  }
   std::span<const synthetic::KernelAccess> of(int32_t kernel) const {
     return {accesses.data() + op_begin[kernel], accesses.data() + op_begin[kernel + 1]};
   }
@@ -103,6 +110,10 @@ struct KernelTable {
 // the compute stream's thread and stream is null; on the CUDA backend it runs
 // on the issuing thread and must queue its work on `stream`, the compute
 // stream (a cudaStream_t), without waiting for it.
+// A collective op's exchange of words between the ranks (runtime/ranks.h):
+// the CUDA backend, in its own library, is given it.
+using CollectiveHook = std::function<void(synthetic::Collective, std::span<uint64_t>)>;
+
 using OpKernelHook = std::function<void(int32_t op, bool recompute,
                                         std::span<const synthetic::KernelAccess> accesses,
                                         std::byte* arena, void* stream)>;

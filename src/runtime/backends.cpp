@@ -4,6 +4,7 @@
 
 #include "runtime/cuda_backend.h"
 #include "runtime/host_backend.h"
+#include "runtime/ranks.h"
 #include "util/error.h"
 
 namespace sa::runtime {
@@ -16,7 +17,7 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& o) {
     h.pace = o.pace;
     return make_host_backend(h);
   }
-  if (o.name == "cuda") return make_cuda_backend(o.cuda_device);
+  if (o.name == "cuda") return make_cuda_backend({o.cuda_device, {}, exchange_words});
   throw Error(fmt::format("unknown backend '{}' (host or cuda)", o.name));
 }
 

@@ -12,6 +12,8 @@
 
 #include "runtime/cuda_check.h"
 #include "runtime/cuda_kernels.h"
+#include "runtime/synthetic_collective.h"
+#include "runtime/synthetic_op.h"
 
 namespace sa::runtime {
 namespace {
@@ -77,7 +79,8 @@ class DeviceArray {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(const CudaBackendOptions& o) : device_(o.device), kernel_(o.kernel) {
+  explicit CudaBackend(const CudaBackendOptions& o)
+      : device_(o.device), kernel_(o.kernel), collective_(o.collective) {
     SA_CUDA_CHECK(cudaSetDevice(device_));
     SA_CUDA_CHECK(cudaGetDeviceProperties(&props_, device_));
     streams_ = std::vector<CudaStream>(kNumStreams);
@@ -139,7 +142,8 @@ class CudaBackend final : public Backend {
     arena_ = arena;
     op_begin_ = table.op_begin;
     kernel_op_ = table.kernel_op;
-    if (kernel_) table_ = table;  // the hook gets each op's accesses on the host
+    // The hook gets each op's accesses on the host, and so do collectives.
+    if (kernel_ || !table.collective.empty()) table_ = table;
     const int num_ops = static_cast<int>(op_begin_.size()) - 1;
     accesses_ = DeviceArray<synthetic::KernelAccess>(table.accesses.size());
     if (!table.accesses.empty())
@@ -169,6 +173,10 @@ class CudaBackend final : public Backend {
       throw_error("internal error: launch_op of an op without a kernel table");
     const int32_t op =
         kernel < static_cast<int32_t>(kernel_op_.size()) ? kernel_op_[kernel] : kernel;
+    if (const auto c = table_.collective_of(kernel); c != synthetic::Collective::kNone) {
+      run_collective_staged(c, kernel);
+      return;
+    }
     if (kernel_) {
       // The real kernels, queued on the compute stream by the issuing thread
       // (OpKernelHook); the synthetic kernel's duration does not apply.
@@ -204,8 +212,46 @@ class CudaBackend final : public Backend {
  private:
   cudaStream_t stream(Stream s) const { return streams_[static_cast<int>(s)].get(); }
 
+  // A collective op's kernel, staged through host memory (Note [Ranks] in
+  // runtime/ranks.h): the issuing thread waits for the compute stream, copies
+  // the updates to the host, exchanges their samples there, and copies them
+  // and their checksums back. Synchronous, so the collective does not
+  // overlap the GPU's work; CUDA-aware MPI on device buffers would.
+  void run_collective_staged(synthetic::Collective c, int32_t kernel) {
+    if (!collective_)
+      throw_error("the CUDA backend runs collective ops only with a collective hook");
+    SA_CUDA_CHECK(cudaStreamSynchronize(stream(Stream::kCompute)));
+    std::vector<synthetic::KernelAccess> acc(table_.of(kernel).begin(), table_.of(kernel).end());
+    int64_t total = 0;
+    for (const auto& a : acc)
+      if (a.role == synthetic::Role::kUpdate) total += a.bytes;
+    std::vector<std::byte> host(static_cast<size_t>(total));
+    std::vector<int64_t> device_offset(acc.size(), 0);
+    int64_t at = 0;
+    for (size_t i = 0; i < acc.size(); ++i) {
+      if (acc[i].role != synthetic::Role::kUpdate) continue;
+      device_offset[i] = acc[i].offset;
+      SA_CUDA_CHECK(cudaMemcpy(host.data() + at, arena_ + acc[i].offset,
+                               static_cast<size_t>(acc[i].bytes), cudaMemcpyDeviceToHost));
+      acc[i].offset = at;
+      at += acc[i].bytes;
+    }
+    std::vector<uint64_t> slots(static_cast<size_t>(std::max(num_slots_, 0)), 0);
+    synthetic::BufferMem mem{host.data()};
+    synthetic::run_collective(c, acc, mem, slots.data(), collective_);
+    for (size_t i = 0; i < acc.size(); ++i) {
+      if (acc[i].role != synthetic::Role::kUpdate) continue;
+      SA_CUDA_CHECK(cudaMemcpy(arena_ + device_offset[i], host.data() + acc[i].offset,
+                               static_cast<size_t>(acc[i].bytes), cudaMemcpyHostToDevice));
+      if (acc[i].slot >= 0)
+        SA_CUDA_CHECK(cudaMemcpy(slots_.get() + acc[i].slot, &slots[acc[i].slot], sizeof(uint64_t),
+                                 cudaMemcpyHostToDevice));
+    }
+  }
+
   int device_;
   OpKernelHook kernel_;
+  CollectiveHook collective_;
   KernelTable table_;  // kept only for kernel_
   cudaDeviceProp props_{};
   std::vector<CudaStream> streams_;

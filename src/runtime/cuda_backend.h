@@ -31,12 +31,15 @@ struct CudaBackendOptions {
   // kernel: it queues the op's real kernels on the compute stream it is given
   // (OpKernelHook, runtime/backend.h).
   OpKernelHook kernel;
+  // Collective ops' kernels run staged through host memory with this
+  // (runtime::exchange_words); unset: a plan with collectives is refused.
+  CollectiveHook collective;
 };
 
 // Throws sa::Error when there is no such device (or no CUDA backend).
 std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options);
 inline std::unique_ptr<Backend> make_cuda_backend(int device = 0) {
-  return make_cuda_backend(CudaBackendOptions{device, {}});
+  return make_cuda_backend(CudaBackendOptions{device, {}, {}});
 }
 
 }  // namespace sa::runtime

@@ -1,4 +1,5 @@
 #include "runtime/executor.h"
+#include "runtime/ranks.h"
 
 #include <algorithm>
 #include <array>
@@ -16,7 +17,7 @@ namespace {
 
 constexpr int kFree = -1;                             // an object's tenant when it has none
 using StreamSteps = std::array<StepId, kNumStreams>;  // per stream, a step id or -1
-constexpr StreamSteps kNoSteps = {-1, -1, -1};
+constexpr StreamSteps kNoSteps = {-1, -1, -1, -1};
 
 std::string tensor_label(const Graph& g, TensorId t) {
   const Tensor& x = g.tensors[t];
@@ -126,7 +127,9 @@ class Executor {
     if (o_.init_host)
       o_.init_host(t, host_[t].data(), g_.tensors[t].bytes);
     else
-      synthetic::init_buffer(host_[t].data(), g_.tensors[t].bytes, t);
+      synthetic::init_buffer(
+          host_[t].data(), g_.tensors[t].bytes, t,
+          g_.tensors[t].kind == TensorKind::kInput ? rank_salt(ranks().rank) : 0);
   }
 
   // Every persistent tensor's latest value, to o_.final_value (streams idle).
@@ -266,7 +269,7 @@ class Executor {
     const int m = p_.num_steps();
     std::vector<StepTiming> tl(m);
     std::vector<double> end(m, 0);
-    double stream_free[kNumStreams] = {0, 0, 0};
+    double stream_free[kNumStreams] = {};
     double last = 0;
     for (StepId s = 0; s < m; ++s) {
       const Stream st = stream_of(p_.steps[s].kind);

@@ -9,7 +9,9 @@
 
 #include "runtime/clock.h"
 #include "runtime/link_pacer.h"
+#include "runtime/ranks.h"
 #include "runtime/stream_worker.h"
+#include "runtime/synthetic_collective.h"
 #include "runtime/synthetic_op.h"
 #include "util/error.h"
 
@@ -186,6 +188,9 @@ class HostBackend final : public Backend {
       const int32_t op = table_.op_of(kernel);
       if (options_.kernel) {
         options_.kernel(op, table_.recomputes(kernel), table_.of(kernel), arena_, nullptr);
+      } else if (const auto c = table_.collective_of(kernel); c != synthetic::Collective::kNone) {
+        synthetic::BufferMem mem{arena_};
+        synthetic::run_collective(c, table_.of(kernel), mem, slots_.data(), exchange_words);
       } else {
         synthetic::BufferMem mem{arena_};
         synthetic::run_op(op, table_.of(kernel), mem, slots_.data());

@@ -1,5 +1,7 @@
 #include "runtime/reference.h"
 
+#include "runtime/ranks.h"
+#include "runtime/synthetic_collective.h"
 #include "runtime/synthetic_op.h"
 #include "util/error.h"
 
@@ -19,13 +21,16 @@ struct CompactMem {
   }
 };
 
+// Inputs differ by rank (Note [Ranks] in runtime/ranks.h).
 void init_tensor(const Graph& g, TensorId t, std::vector<uint64_t>& w) {
   const int64_t bytes = g.tensors[t].bytes;
+  const uint64_t salt =
+      g.tensors[t].kind == TensorKind::kInput ? runtime::rank_salt(runtime::ranks().rank) : 0;
   w.resize(synthetic::num_samples(bytes));
   for (int64_t i = 0; i < static_cast<int64_t>(w.size()); ++i) {
     int len = 0;
     synthetic::sample_offset(bytes, i, &len);
-    w[i] = synthetic::mask_word(synthetic::init_word(t, i), len);
+    w[i] = synthetic::mask_word(synthetic::init_word(t, i) + salt, len);
   }
 }
 
@@ -65,7 +70,10 @@ struct ReferenceState {
     for (OpId o = 0; o < graph.num_ops(); ++o) {
       for (TensorId t : graph.ops[o].outputs)
         words[t].assign(synthetic::num_samples(graph.tensors[t].bytes), 0);
-      synthetic::run_op(o, table.of(o), mem, slots.data());
+      if (const auto c = table.collective_of(o); c != synthetic::Collective::kNone)
+        synthetic::run_collective(c, table.of(o), mem, slots.data(), runtime::exchange_words);
+      else
+        synthetic::run_op(o, table.of(o), mem, slots.data());
       for_each_access(graph.ops[o], [&](TensorId t, Access) {
         if (last_use[t] == o && is_transient(graph.tensors[t].kind))
           std::vector<uint64_t>().swap(words[t]);

@@ -124,6 +124,11 @@ SA_HD uint64_t init_word(int32_t tensor, int64_t i) {
              static_cast<uint64_t>(i) * 0xd1b54a32d192ed03ULL);
 }
 
+// What a collective op's kernel does with its updates (runtime/ranks.h):
+// sum them over the ranks (all-reduce; reduce-scatter, which leaves every
+// rank the whole sum here), or give every rank each rank's block (all-gather).
+enum class Collective : uint8_t { kNone, kSum, kGather };
+
 // The role of one access of an op in its kernel.
 enum class Role : uint8_t { kOutput, kInput, kUpdate, kWorkspace };
 

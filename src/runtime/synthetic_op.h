@@ -106,14 +106,14 @@ inline uint64_t checksum_buffer(const std::byte* p, int64_t bytes) {
   return sum;
 }
 
-// Writes the initial value of tensor t (init_word) into the samples of a
-// buffer of `bytes` bytes at p.
-inline void init_buffer(std::byte* p, int64_t bytes, int32_t t) {
+// Writes the initial value of tensor t (init_word, plus salt: a rank's
+// inputs, runtime/ranks.h) into the samples of a buffer of `bytes` bytes at p.
+inline void init_buffer(std::byte* p, int64_t bytes, int32_t t, uint64_t salt = 0) {
   const int64_t n = num_samples(bytes);
   for (int64_t i = 0; i < n; ++i) {
     int len = 0;
     const int64_t off = sample_offset(bytes, i, &len);
-    write_word(p + off, mask_word(init_word(t, i), len), len);
+    write_word(p + off, mask_word(init_word(t, i) + salt, len), len);
   }
 }
 

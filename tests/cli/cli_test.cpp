@@ -66,6 +66,37 @@ TEST(CliPlan, PlansWritesAndVerifies) {
   std::remove(plan_file.c_str());
 }
 
+// --data-parallel: a plan for one rank of 2 that verify and run read back
+// through its data_parallel field; bad values exit 1.
+TEST(CliPlan, DataParallelPlansVerifyAndRun) {
+  const std::string graph = "/tmp/sa_cli_dp_graph.json", plan = "/tmp/sa_cli_dp_plan.json";
+  auto r = run_cli("zoo --model mlp-4 --batch 4 -o " + graph);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli("plan " + graph +
+              " --data-parallel 2 --shard-optimizer --memory-fraction 0.6 --evaluations 50 "
+              "--threads 1 --quiet --json -o " +
+              plan);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["data_parallel"]["ranks"], 2);
+  EXPECT_GT(j["data_parallel"]["collective_us"].get<double>(), 0);
+  EXPECT_GT(j["samples_per_s_total"].get<double>(), j["samples_per_s"].get<double>());
+  r = run_cli("verify " + graph + " " + plan);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("one rank of 2"), std::string::npos) << r.out;
+  r = run_cli("run " + graph + " " + plan + " --time-scale 0 --iterations 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("integrity   ok"), std::string::npos) << r.out;
+  r = run_cli("plan " + graph + " --data-parallel 0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--data-parallel"), std::string::npos) << r.err;
+  r = run_cli("plan " + graph + " --shard-optimizer");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--shard-optimizer needs --data-parallel"), std::string::npos) << r.err;
+  std::remove(graph.c_str());
+  std::remove(plan.c_str());
+}
+
 // The stall causes add up to the stall; --copy-order takes two words.
 TEST(CliPlan, StallCausesAddUpAndCopyOrderIsChecked) {
   for (const char* order : {"deadline", "release"}) {

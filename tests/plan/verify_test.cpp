@@ -702,7 +702,7 @@ std::vector<std::vector<uint64_t>> reachability(const Plan& p) {
   const int n = p.num_steps();
   const int words = (n + 63) / 64;
   std::vector<std::vector<uint64_t>> reach(n, std::vector<uint64_t>(words, 0));
-  StepId last[kNumStreams] = {-1, -1, -1};
+  StepId last[kNumStreams] = {-1, -1, -1, -1};
   for (StepId s = 0; s < n; ++s) {
     std::vector<StepId> preds(p.waits_of(s).begin(), p.waits_of(s).end());
     const Stream st = stream_of(p.steps[s].kind);

@@ -70,6 +70,8 @@
   const T = Math.max(1, Math.round(S.iteration_us * 1e3));  // ns, as every plot time
   const ops = D.ops, tensors = D.tensors;
   const compute = lane(D.lanes.compute), h2d = lane(D.lanes.h2d), d2h = lane(D.lanes.d2h);
+  // Data-parallel plans: the collective stream (empty otherwise).
+  const coll = lane(D.lanes.collective || { start: [], dur: [], subject: [] });
   compute.recompute = Uint8Array.from(D.lanes.compute.recompute || []);
   const isRecompute = (i) => i < compute.recompute.length && compute.recompute[i] === 1;
   const drops = { time: undelta(D.drops.time), subject: Int32Array.from(D.drops.subject) };
@@ -285,7 +287,7 @@
 
   const COLORS = {
     forward: "#4e79a7", backward: "#8e6bb0", update: "#59a14f", other: "#8c959f", recompute: "#e15759",
-    h2d: "#f28e2b", h2dPersistent: "#b5651d", d2h: "#3f9a94", d2hPersistent: "#23615c",
+    collective: "#9c6ade", h2d: "#f28e2b", h2dPersistent: "#b5651d", d2h: "#3f9a94", d2hPersistent: "#23615c",
     drop: "#8c959f", stall: "#d1493f", mark: "#d62728", mem: "#4e79a7", budget: "#d1493f", pool: "#9c755f",
     grid: "#eef1f4", axis: "#57606a", text: "#3d444d", lane: "#f6f8fa",
   };
@@ -488,7 +490,7 @@
 
   function drawTimeline() {
     const c = $("timeline");
-    const H = OVERVIEW_H + 10 + AXIS_H + 3 * (LANE_H + LANE_GAP) + STALL_H + DROP_H + 10;
+    const H = OVERVIEW_H + 10 + AXIS_H + (coll.n > 0 ? 4 : 3) * (LANE_H + LANE_GAP) + STALL_H + DROP_H + 10;
     const { ctx, w, plotW } = setupCanvas(c, H);
     const x0 = GUTTER;
     drawOverview(ctx, x0, plotW, 6, OVERVIEW_H - 6);
@@ -505,12 +507,15 @@
       { name: "Device → host", L: d2h, palette: [COLORS.d2h, COLORS.d2hPersistent],
         key: (i) => tensorPersistent[d2h.subject[i]], label: (i) => tensorLabel(d2h.subject[i]) },
     ];
+    if (coll.n > 0)
+      lanes.push({ name: "Collective", L: coll, palette: [COLORS.collective], key: () => 0,
+        label: (i) => opLabel(coll.subject[i]) });
     ctx.textBaseline = "middle";
     for (const ln of lanes) {
       ctx.fillStyle = COLORS.lane;
       ctx.fillRect(x0, y, plotW, LANE_H);
       visited += drawLane(ctx, ln.L, x0, plotW, y, LANE_H, ln.palette, ln.key, ln.label);
-      if (ln.L !== compute) markTensor(ctx, ln.L, x0, plotW, y, LANE_H);
+      if (ln.L !== compute && ln.L !== coll) markTensor(ctx, ln.L, x0, plotW, y, LANE_H);
       ctx.fillStyle = COLORS.text;
       ctx.font = "600 12px system-ui, 'DejaVu Sans', sans-serif";
       ctx.textAlign = "right";
@@ -1114,7 +1119,11 @@
       hover = { lane: li, index: i, time: t };
       const L = ln.L, dur = L.end[i] - L.start[i];
       let h;
-      if (L === compute) {
+      if (L === coll) {
+        const o = L.subject[i];
+        h = "<b>" + esc(opLabel(o)) + "</b><br><span class=m>" + esc(D.types[ops.type[o]]) + " · op " + o +
+          "</span><br>" + fmtNs(L.start[i]) + " → " + fmtNs(L.end[i]) + " (" + fmtNs(dur) + ")";
+      } else if (L === compute) {
         const o = L.subject[i];
         const gap = L.start[i] - (i > 0 ? L.end[i - 1] : 0);
         h = "<b>" + (isRecompute(i) ? "recompute " : "") + esc(opLabel(o)) + "</b><br><span class=m>" + esc(D.types[ops.type[o]]) + " · op " + o +

@@ -1,0 +1,108 @@
+#include "runtime/ranks.h"
+
+#include <cstdlib>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+
+#if SA_HAVE_MPI
+#define OMPI_SKIP_MPICXX 1  // the C API only: no deprecated C++ bindings
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
+namespace sa::runtime {
+namespace {
+
+RankInfo g_ranks;
+
+#if SA_HAVE_MPI
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  throw Error(fmt::format("MPI: {} failed: {}", what, std::string(msg, len)));
+}
+
+void finalize() {
+  int done = 0;
+  MPI_Finalized(&done);
+  if (!done) MPI_Finalize();
+}
+#endif
+
+}  // namespace
+
+bool have_mpi() {
+#if SA_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+RankInfo init_ranks() {
+#if SA_HAVE_MPI
+  int started = 0;
+  MPI_Initialized(&started);
+  // Only under mpirun (OpenMPI sets OMPI_COMM_WORLD_SIZE; PMIx launchers
+  // PMIX_RANK): a plain run stays one rank without touching MPI.
+  if (!started && (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK"))) {
+    int provided = 0;
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+    if (provided < MPI_THREAD_SERIALIZED)
+      throw Error(
+          "MPI: this MPI library does not allow calls from the compute stream's thread "
+          "(MPI_THREAD_SERIALIZED)");
+    std::atexit(finalize);
+    started = 1;
+  }
+  if (started) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_ranks.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_ranks.size);
+  }
+#endif
+  return g_ranks;
+}
+
+RankInfo ranks() {
+  return g_ranks;
+}
+
+void all_reduce_sum(std::span<uint64_t> words) {
+  if (g_ranks.size <= 1 || words.empty()) return;
+#if SA_HAVE_MPI
+  SA_CHECK(words.size() <= static_cast<size_t>(INT32_MAX), "all-reduce of {} words", words.size());
+  check(MPI_Allreduce(MPI_IN_PLACE, words.data(), static_cast<int>(words.size()), MPI_UINT64_T,
+                      MPI_SUM, MPI_COMM_WORLD),
+        "MPI_Allreduce");
+#endif
+}
+
+void all_gather_blocks(std::span<uint64_t> words) {
+  if (g_ranks.size <= 1 || words.empty()) return;
+#if SA_HAVE_MPI
+  SA_CHECK(words.size() <= static_cast<size_t>(INT32_MAX), "all-gather of {} words", words.size());
+  const int n = static_cast<int>(words.size()), size = g_ranks.size;
+  std::vector<int> counts(size), displs(size);
+  for (int r = 0; r < size; ++r) {
+    displs[r] = static_cast<int>(int64_t{n} * r / size);
+    counts[r] = static_cast<int>(int64_t{n} * (r + 1) / size) - displs[r];
+  }
+  check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, words.data(), counts.data(),
+                       displs.data(), MPI_UINT64_T, MPI_COMM_WORLD),
+        "MPI_Allgatherv");
+#endif
+}
+
+void exchange_words(synthetic::Collective kind, std::span<uint64_t> words) {
+  if (kind == synthetic::Collective::kGather)
+    all_gather_blocks(words);
+  else
+    all_reduce_sum(words);
+}
+
+}  // namespace sa::runtime

@@ -1,0 +1,137 @@
+// The data-parallel runtime on MPI (Note [Ranks] in runtime/ranks.h). Run
+// by CTest under `mpirun -np 2` (tests/runtime/CMakeLists.txt): every rank
+// runs these tests, and they talk to each other.
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "methods/methods.h"
+#include "plan/data_parallel.h"
+#include "plan/problem.h"
+#include "plan/verify.h"
+#include "runtime/executor.h"
+#include "runtime/host_backend.h"
+#include "runtime/ranks.h"
+#include "runtime/synthetic_collective.h"
+#include "runtime/synthetic_op.h"
+#include "zoo/zoo.h"
+
+namespace sa::runtime {
+namespace {
+
+using synthetic::KernelAccess;
+
+// What rank r holds in sample i before the all-reduce.
+uint64_t contribution(int r, int64_t i) {
+  return synthetic::mix(1000003ULL * static_cast<uint64_t>(r + 1) + static_cast<uint64_t>(i));
+}
+
+TEST(Mpi, RunsOnSeveralRanks) {
+  const RankInfo r = init_ranks();
+  EXPECT_TRUE(have_mpi());
+  EXPECT_GE(r.size, 2) << "run me with mpirun -np 2";
+}
+
+// The reduced gradient is the sum of the ranks' contributions, sample by
+// sample (mod 2^64), and its checksum slot says what it holds.
+TEST(Mpi, AllReduceSumsTheRanksContributions) {
+  const RankInfo r = init_ranks();
+  // 20 KiB and a partial 5-byte tensor: page samples and a masked word.
+  std::vector<KernelAccess> acc(2);
+  acc[0] = {.offset = 0, .bytes = 20480, .role = synthetic::Role::kUpdate, .slot = 0};
+  acc[1] = {.offset = 20480, .bytes = 5, .role = synthetic::Role::kUpdate, .slot = 1};
+  std::vector<std::byte> buf(20480 + 8);
+  synthetic::BufferMem mem{buf.data()};
+  for (const KernelAccess& a : acc)
+    for (int64_t i = 0; i < synthetic::num_samples(a.bytes); ++i) {
+      int len = 0;
+      synthetic::sample_offset(a.bytes, i, &len);
+      mem.store(a, i, synthetic::mask_word(contribution(r.rank, i), len));
+    }
+  uint64_t slots[2] = {0, 0};
+  synthetic::run_collective(synthetic::Collective::kSum, acc, mem, slots, exchange_words);
+  for (int k = 0; k < 2; ++k) {
+    const KernelAccess& a = acc[k];
+    uint64_t checksum = 0;
+    for (int64_t i = 0; i < synthetic::num_samples(a.bytes); ++i) {
+      int len = 0;
+      synthetic::sample_offset(a.bytes, i, &len);
+      uint64_t sum = 0;
+      for (int q = 0; q < r.size; ++q)
+        sum += synthetic::mask_word(contribution(q, i), len);
+      ASSERT_EQ(mem.load(a, i), synthetic::mask_word(sum, len))
+          << "access " << k << " sample " << i;
+      checksum += synthetic::checksum_term(mem.load(a, i), i);
+    }
+    EXPECT_EQ(slots[k], checksum);
+  }
+}
+
+// An all-gather gives every rank each rank's block.
+TEST(Mpi, AllGatherGivesEveryRankEachBlock) {
+  const RankInfo r = init_ranks();
+  std::vector<uint64_t> words(10);
+  for (size_t i = 0; i < words.size(); ++i)
+    words[i] = 100 * static_cast<uint64_t>(r.rank) + i;  // only my block matters
+  all_gather_blocks(words);
+  for (int q = 0; q < r.size; ++q)
+    for (int64_t i = 10 * q / r.size; i < 10 * (q + 1) / r.size; ++i)
+      EXPECT_EQ(words[i], 100 * static_cast<uint64_t>(q) + static_cast<uint64_t>(i));
+}
+
+// Every rank runs a data-parallel plan (swaps, a tight budget) of a model
+// whose inputs differ by rank: every rank's integrity check passes, and the
+// parameters end equal on every rank, which they can only be if the
+// gradients were reduced.
+class MpiPlan : public ::testing::TestWithParam<bool> {};
+
+TEST_P(MpiPlan, EveryRankRunsThePlanAndTheParamsAgree) {
+  const RankInfo r = init_ranks();
+  const bool shard = GetParam();
+  const Graph base = build_zoo_model({.model = "mlp-6", .batch = 4});
+  const DeviceProfile d = rank_device(load_device("v100-16gb"), r.size);
+  const Graph g = data_parallel_graph(
+      base, {.ranks = r.size, .shard_optimizer = shard, .bucket_bytes = 20000}, d);
+  int collectives = 0;
+  for (const Op& op : g.ops)
+    collectives += is_collective(op);
+  EXPECT_GE(collectives, shard ? 4 : 2);
+  int64_t peak = 0;
+  for (const Tensor& t : g.tensors)
+    peak += t.bytes;
+  const Problem pb(g, d, peak / 3);
+  MethodOptions mo;
+  mo.search.max_evaluations = 50;
+  mo.search.threads = 1;
+  mo.search.progress = false;
+  const MethodResult m = run_method("swapadvisor", pb, mo);
+  ASSERT_TRUE(m.feasible) << m.why;
+  ASSERT_TRUE(verify_plan(g, m.plan).ok) << verify_plan(g, m.plan).violation;
+  EXPECT_GT(plan_traffic(g, m.plan).swap_in_bytes, 0);
+
+  auto b = make_host_backend({});
+  RunOptions o;
+  o.iterations = 2;
+  o.time_scale = 0;
+  std::vector<uint64_t> params;  // checksums of the final params, by tensor
+  o.final_value = [&](TensorId t, const std::byte* data, int64_t bytes) {
+    if (g.tensors[t].kind == TensorKind::kParam)
+      params.push_back(synthetic::checksum_buffer(data, bytes));
+  };
+  const RunResult res = run_plan(*b, g, m.plan, pb.op_us, o);
+  EXPECT_EQ(res.integrity, "ok") << "rank " << r.rank;
+  ASSERT_FALSE(params.empty());
+  // Equal everywhere: the sum over the ranks is size x mine.
+  std::vector<uint64_t> sum = params;
+  all_reduce_sum(sum);
+  for (size_t k = 0; k < params.size(); ++k)
+    EXPECT_EQ(sum[k], static_cast<uint64_t>(r.size) * params[k]) << "param " << k;
+  // The inputs differ by rank, so the gradients did before the all-reduce.
+  EXPECT_NE(rank_salt(1), rank_salt(0));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sharding, MpiPlan, ::testing::Values(false, true));
+
+}  // namespace
+}  // namespace sa::runtime
