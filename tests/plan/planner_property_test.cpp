@@ -84,8 +84,8 @@ TEST(VerifyProperty, EveryPlannerPlanVerifies) {
   EXPECT_EQ(tally.failures, 0);
   EXPECT_GE(tally.planned, 200 * 16);
   EXPECT_GT(tally.recompute_steps, 1000);  // the recompute variants do recompute
-  EXPECT_GT(tally.replay_steps, 100);       // and replay in-place updates (relu_)
-  EXPECT_GT(tally.repaired, 0);             // and some needed a repair
+  EXPECT_GT(tally.replay_steps, 100);      // and replay in-place updates (relu_)
+  EXPECT_GT(tally.repaired, 0);            // and some needed a repair
 }
 
 TEST(VerifyProperty, EveryBaselinePlanVerifies) {
