@@ -9,9 +9,29 @@ import torch
 
 from .capture import read_json_gz
 from .encode import dtype_from_name
-from .entry import load_entry, named_state, optimizer_config, prepare, train_step
+from .entry import (autocast_context, load_entry, named_state, optimizer_config, prepare,
+                    split_batch, train_step)
 from .errors import CaptureError
 from .values import as_tensor, read_values
+
+
+def check_initial(state, initial, graph):
+    """Checks that the values file `initial` of `graph` holds, for every
+    tensor of `state` ({name: tensor}) it names, what build() made."""
+    _, vals = read_values(initial)
+    g = read_json_gz(graph)
+    for t in g["tensors"]:
+        if t["id"] in vals and t.get("name") in state:
+            dst = state[t["name"]]
+            src = as_tensor(vals[t["id"]])
+            if src.numel() != dst.numel() * dst.element_size():
+                raise CaptureError(f"initial value of {t['name']} has {src.numel()} bytes; "
+                                   f"build() made {list(dst.shape)} {dst.dtype} (other "
+                                   "sizes: were the same --entry-arg values given?)")
+            src = src.view(dst.dtype).view(dst.shape)
+            if not torch.equal(src, dst.detach().cpu()):
+                raise CaptureError(f"initial value of {t['name']} differs from what build() "
+                                   "made (is build() deterministic under torch.manual_seed?)")
 
 
 class EagerRun:
@@ -61,20 +81,7 @@ def eager_run(entry, iterations, optimizer=None, lr=None, momentum=None, weight_
     model, inputs, target, opt = prepare(setup, dev, opt_name, cfg)
     state = {n: t for n, t, _ in named_state(model, opt)}
     if initial is not None:
-        _, vals = read_values(initial)
-        g = read_json_gz(graph)
-        for t in g["tensors"]:
-            if t["id"] in vals and t.get("name") in state:
-                dst = state[t["name"]]
-                src = as_tensor(vals[t["id"]])
-                if src.numel() != dst.numel() * dst.element_size():
-                    raise CaptureError(f"initial value of {t['name']} has {src.numel()} bytes; "
-                                       f"build() made {list(dst.shape)} {dst.dtype} (other "
-                                       "sizes: were the same --entry-arg values given?)")
-                src = src.view(dst.dtype).view(dst.shape)
-                if not torch.equal(src, dst.detach().cpu()):
-                    raise CaptureError(f"initial value of {t['name']} differs from what build() "
-                                       "made (is build() deterministic under torch.manual_seed?)")
+        check_initial(state, initial, graph)
     # The first iteration draws from the seed, as the captured one did (exec
     # "rng"), so that random ops (dropout) draw the same numbers in both.
     torch.manual_seed(seed)
@@ -119,6 +126,75 @@ def eager_train(entry, iterations, optimizer=None, lr=None, momentum=None, weigh
     r = eager_run(entry, iterations, optimizer, lr, momentum, weight_decay, device, seed,
                   initial, graph, entry_args=entry_args, autocast=autocast)
     return r.losses, r.state
+
+
+def rank_batches(entry, ranks, entry_args=None, seed=0):
+    """The entry point's batch (build(**entry_args)'s make_batch()) cut along
+    its first dimension into `ranks` equal shares, as data-parallel training
+    splits it: [(inputs, target)] per rank, on the CPU."""
+    setup = load_entry(entry, seed=seed, args=entry_args)
+    inputs, target = split_batch(setup.make_batch(), torch.device("cpu"))
+    tensors = list(inputs) + (list(target) if isinstance(target, tuple) else [target])
+    n = tensors[0].shape[0] if tensors and tensors[0].dim() else 0
+    if n % ranks or any(t.dim() == 0 or t.shape[0] != n for t in tensors):
+        raise CaptureError(f"{entry}: a batch of {n} does not split into {ranks} equal shares "
+                           "along every input's first dimension")
+
+    def share(t, r):
+        return t[r * n // ranks:(r + 1) * n // ranks].clone()
+    return [(tuple(share(t, r) for t in inputs),
+             tuple(share(t, r) for t in target) if isinstance(target, tuple) else share(target, r))
+            for r in range(ranks)]
+
+
+def eager_train_ranks(entry, iterations, ranks, optimizer=None, seed=0, initial=None,
+                      graph=None, entry_args=None, autocast=None):
+    """What data-parallel training of the entry point on `ranks` ranks
+    computes, in one eager process: each iteration every rank's share of the
+    batch (rank_batches) goes forward and backward through the same model,
+    the gradients accumulate and are divided by the number of ranks (the
+    mean DistributedDataParallel all-reduces), and the optimizer steps once.
+    Batch norm's running statistics are each rank's own (DDP with
+    broadcast_buffers=False, as `swapadvisor run` under mpirun keeps them).
+    entry_args: build()'s arguments for the whole batch. initial/graph: a
+    values file whose parameters must equal what build() made. Returns
+    (losses per rank [[loss per iteration]], final state per rank [{name:
+    tensor}])."""
+    setup = load_entry(entry, seed=seed, args=entry_args)
+    opt_name, cfg = optimizer_config(setup, optimizer)
+    model, _, _, opt = prepare(setup, torch.device("cpu"), opt_name, cfg)
+    batches = rank_batches(entry, ranks, entry_args, seed)
+    state = {n: t for n, t, _ in named_state(model, opt)}
+    if initial is not None:
+        check_initial(state, initial, graph)
+    buffers = dict(model.named_buffers())
+    rank_buffers = [{n: b.detach().clone() for n, b in buffers.items()} for _ in range(ranks)]
+    torch.manual_seed(seed)
+    losses = [[] for _ in range(ranks)]
+    for _ in range(iterations):
+        opt.zero_grad(set_to_none=True)
+        for r, (inputs, target) in enumerate(batches):
+            with torch.no_grad():
+                for n, b in buffers.items():
+                    b.copy_(rank_buffers[r][n])
+            with autocast_context("cpu", autocast):
+                loss = setup.loss_fn(model(*inputs), target)
+            loss.backward()
+            losses[r].append(float(loss.detach().float()))
+            rank_buffers[r] = {n: b.detach().clone() for n, b in buffers.items()}
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.grad is not None:
+                    p.grad.div_(ranks)
+        opt.step()
+    # named_state again: the optimizer's state exists only after its first step.
+    final = {n: t.detach().cpu().clone() for n, t, _ in named_state(model, opt)}
+    states = []
+    for r in range(ranks):
+        s = dict(final)
+        s.update({n: b.cpu().clone() for n, b in rank_buffers[r].items()})
+        states.append(s)
+    return losses, states
 
 
 def tensors_by_name(values_path, graph_path):

@@ -76,6 +76,29 @@ def read_values(path):
     return header, out
 
 
+def replace_values(src, dst, by_name):
+    """Writes to dst the values file src with the tensors named in by_name
+    ({name: tensor}) holding those tensors' bytes instead (each as many
+    bytes as before): a data-parallel rank's batch in place of the
+    captured one."""
+    header, vals = read_values(src)
+    entries = []
+    left = dict(by_name)
+    for e in header["tensors"]:
+        data = vals[e["tensor"]]
+        if e["name"] in left:
+            t = left.pop(e["name"]).detach().cpu().contiguous()
+            raw = t.reshape(-1).view(torch.uint8)
+            if raw.numel() != len(data):
+                raise ValueError(f"{src}: {e['name']} has {len(data)} bytes, its replacement "
+                                 f"{raw.numel()}")
+            data = raw
+        entries.append((e["tensor"], e["name"], e["kind"], data))
+    if left:
+        raise ValueError(f"{src}: no tensor named {', '.join(sorted(left))}")
+    write_values(dst, entries, header.get("graph", ""))
+
+
 def as_tensor(raw, dtype=torch.uint8):
     """A writable CPU tensor holding a copy of raw bytes."""
     t = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)

@@ -210,10 +210,13 @@ void register_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--exec", args->aten.exec,
                   "aten: the capture's exec file (default: PREFIX.exec.json.gz beside the graph)");
-  cmd->add_option("--values", args->aten.values,
-                  "aten: the initial values (default: PREFIX.values.bin beside the graph)");
+  cmd->add_option(
+      "--values", args->aten.values,
+      "aten: the initial values (default: PREFIX.values.bin beside the graph); under mpirun "
+      "{rank} in the name is the rank's number (each rank's own batch)");
   cmd->add_option("--save-values", args->aten.save_values,
-                  "aten: write the trained parameters, buffers and optimizer state here");
+                  "aten: write the trained parameters, buffers and optimizer state here ({rank} as "
+                  "for --values)");
   cmd->add_option(
          "--threads", args->aten.threads,
          fmt::format("aten: intra-op threads, at most {} (default: libtorch's)", kMaxThreads))

@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/common.h"
 #include "cli/run_aten.h"
+#include "cost/device.h"
 #include "graph/graph_io.h"
 #include "plan/plan_io.h"
 #include "plan/verify.h"
 #include "runtime/aten_run.h"
+#include "runtime/ranks.h"
 #include "util/error.h"
 #include "util/units.h"
 
@@ -24,23 +27,50 @@ std::string capture_prefix(const std::string& graph) {
   return "";
 }
 
+// Every "{rank}" in path replaced by the rank's number.
+std::string with_rank(std::string path, int rank) {
+  const std::string key = "{rank}", r = std::to_string(rank);
+  for (size_t at = path.find(key); at != std::string::npos; at = path.find(key, at + r.size()))
+    path.replace(at, key.size(), r);
+  return path;
+}
+
 }  // namespace
 
 void run_aten(const AtenRunArgs& a) {
-  const Graph g = read_graph(a.graph);
-  const Plan p = read_plan(g, a.plan);
+  const Graph captured = read_graph(a.graph);
+  // A data-parallel plan is one rank's: the captured graph with collective
+  // ops spliced in (Note [ATen data parallelism] in runtime/aten_kernels.h).
+  // Their times do not matter here; the device only times them.
+  GraphAndPlan gp = read_graph_and_plan(captured, a.plan, load_device("v100-16gb"));
+  Graph& g = gp.graph;
+  const Plan& p = gp.plan;
+  g.name = captured.name;  // the values files are the captured graph's
+  const runtime::RankInfo rank = runtime::init_ranks();
+  if (p.data_parallel.active() && rank.size != p.data_parallel.ranks)
+    print_warnings(
+        {fmt::format("rank {}: {} ranks run a plan made for {}: the gradients are averaged over {}",
+                     rank.rank, rank.size, p.data_parallel.ranks, rank.size)});
+  if (!p.data_parallel.active() && rank.size > 1)
+    print_warnings(
+        {fmt::format("rank {} of {}: the plan has no all-reduce (plan with "
+                     "--data-parallel {}): every rank trains alone",
+                     rank.rank, rank.size, rank.size)});
   const VerifyResult v = verify_plan(g, p);
   if (!v.ok)
     throw Error(fmt::format("{}: the plan is not valid for {}: {}", a.plan, a.graph, v.violation));
   const std::string prefix = capture_prefix(a.graph);
   const std::string exec = !a.exec.empty() ? a.exec : prefix + ".exec.json.gz";
-  const std::string values = !a.values.empty() ? a.values : prefix + ".values.bin";
+  const std::string values =
+      !a.values.empty() ? with_rank(a.values, rank.rank) : prefix + ".values.bin";
+  const std::string save_values = with_rank(a.save_values, rank.rank);
   if ((a.exec.empty() || a.values.empty()) && prefix.empty())
     throw Error(
         fmt::format("{}: not named PREFIX.graph.json[.gz]; give --exec and --values", a.graph));
   if (a.backend != "host" && a.backend != "cuda")
     throw Error(fmt::format("--kernels aten: unknown backend '{}' (host or cuda)", a.backend));
-  const runtime::AtenProgram program = runtime::read_aten_program(exec, g);
+  runtime::AtenProgram program = runtime::read_aten_program(exec, captured);
+  if (p.data_parallel.active()) program = runtime::with_collectives(program, g);
   const runtime::ValuesFile initial = runtime::read_values_file(values);
   runtime::check_values_against(initial, g, values);
   if (runtime::aten_available() &&
@@ -62,12 +92,20 @@ void run_aten(const AtenRunArgs& a) {
   o.iterations = a.iterations;
   o.aten.threads = a.threads;
   o.aten.device = a.backend == "cuda" ? "cuda" : "cpu";
+  o.aten.all_reduce_mean = [](void* data, int64_t n, int elem_bytes) {
+    if (elem_bytes == 8)
+      runtime::all_reduce_mean(std::span<double>(static_cast<double*>(data), n));
+    else
+      runtime::all_reduce_mean(std::span<float>(static_cast<float*>(data), n));
+  };
   const runtime::AtenRunResult r = runtime::run_plan_aten(g, p, program, initial, o);
-  if (!a.save_values.empty()) runtime::write_values_file(a.save_values, r.final_state);
+  if (!save_values.empty()) runtime::write_values_file(save_values, r.final_state);
 
   const runtime::AtenStats& s = r.stats;
   if (a.json) {
     nlohmann::json j = {{"graph", g.name},
+                        {"rank", rank.rank},
+                        {"ranks", rank.size},
                         {"method", p.method},
                         {"backend", a.backend},
                         {"kernels", r.kernels},
@@ -90,11 +128,15 @@ void run_aten(const AtenRunArgs& a) {
                           {"kernel_us", s.kernel_us},
                           {"scratch_peak_bytes", s.scratch_peak_bytes},
                           {"ops_recomputed", s.ops_recomputed},
-                          {"random_replays", s.random_replays}}}};
+                          {"random_replays", s.random_replays},
+                          {"all_reduces", s.all_reduces}}}};
     fmt::print("{}\n", j.dump(2));
     return;
   }
   fmt::print("graph       {} ({} ops, {} tensors)\n", g.name, g.num_ops(), g.num_tensors());
+  if (rank.size > 1)
+    fmt::print("rank        {} of {}, {} all-reduces of gradients\n", rank.rank, rank.size,
+               s.all_reduces);
   fmt::print("plan        {} ({} steps), budget {}\n", p.method, p.num_steps(),
              format_bytes(p.memory_budget));
   fmt::print("kernels     ATen: {}\n", r.kernels);
@@ -113,7 +155,7 @@ void run_aten(const AtenRunArgs& a) {
                s.ops_recomputed, s.random_replays);
   fmt::print("scratch     kernels' own allocations outside the arena peaked at {}\n",
              format_bytes(s.scratch_peak_bytes));
-  if (!a.save_values.empty()) fmt::print("state       written to {}\n", a.save_values);
+  if (!save_values.empty()) fmt::print("state       written to {}\n", save_values);
 }
 
 }  // namespace sa::cli

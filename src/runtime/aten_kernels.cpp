@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -187,6 +188,10 @@ class TorchKernels final : public AtenKernels {
     auto& d = c10::Dispatcher::singleton();
     ops_.reserve(p.ops.size());
     for (const AtenOp& op : p.ops) {
+      if (op.name == kCollectiveTypes[0]) {  // Note [ATen data parallelism]
+        ops_.push_back(std::nullopt);
+        continue;
+      }
       auto h = d.findSchema({op.name, op.overload});
       if (!h)
         throw Error(fmt::format("{}: libtorch {} has no operator {}{}{} (captured with torch {})",
@@ -280,11 +285,17 @@ class TorchKernels final : public AtenKernels {
         // kernels are queued (Note [ATen on CUDA]).
         c10::cuda::CUDAStreamGuard guard(
             c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(stream), device_.index()));
-        again ? run_again(o, ptrs, stream) : run_first(o, ptrs, stream);
+        if (!ops_[o])
+          all_reduce(o, ptrs);
+        else
+          again ? run_again(o, ptrs, stream) : run_first(o, ptrs, stream);
         return;
       }
 #endif
-      again ? run_again(o, ptrs, stream) : run_first(o, ptrs, stream);
+      if (!ops_[o])
+        all_reduce(o, ptrs);
+      else
+        again ? run_again(o, ptrs, stream) : run_first(o, ptrs, stream);
     } catch (const c10::Error& e) {
       throw Error(fmt::format("op {} ({}): {}", o, p_.ops[o].qualname, e.what_without_backtrace()));
     } catch (const json::exception& e) {
@@ -525,17 +536,11 @@ class TorchKernels final : public AtenKernels {
     stats_.copy_us += us_since(t0);
   }
 
-  // again: a recompute (Note [ATen recompute]), which does not read the loss.
-  void run_op(OpId o, std::span<std::byte* const> ptrs, void* stream, bool again) {
-    const Op& gop = g_.ops[o];
-    const AtenOp& op = p_.ops[o];
-    const PreparedOp& prep = ops_[o];
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    if (debug_) current_ = fmt::format("{} ({})", o, op.qualname);
-
+  // A storage over each object op o accesses (ptrs in for_each_access order).
+  Call storages(OpId o, std::span<std::byte* const> ptrs) {
     Call call;
     size_t k = 0;
-    for_each_access(gop, [&](TensorId t, Access) {
+    for_each_access(g_.ops[o], [&](TensorId t, Access) {
       SA_CHECK(k < ptrs.size(), "op {}: {} pointers for more accesses", o, ptrs.size());
       std::byte* p = ptrs[k++];
       call.storage.emplace(
@@ -544,6 +549,44 @@ class TorchKernels final : public AtenKernels {
                                             c10::DataPtr(p, device_), nullptr, false)));
     });
     SA_CHECK(k == ptrs.size(), "op {}: {} pointers for {} accesses", o, ptrs.size(), k);
+    return call;
+  }
+
+  // Note [ATen data parallelism]: each gradient averaged over the ranks, in
+  // place, through host memory.
+  void all_reduce(OpId o, std::span<std::byte* const> ptrs) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    Call call = storages(o, ptrs);
+    const auto t0 = Clock::now();
+    for (const json& v : p_.ops[o].args) {
+      at::Tensor x = view(call, v);
+      if (x.numel() == 0) continue;
+      const bool in_place =
+          x.is_cpu() && (x.scalar_type() == c10::kFloat || x.scalar_type() == c10::kDouble);
+      // On CUDA, to() waits for the current (compute) stream's work.
+      at::Tensor h =
+          in_place ? x
+                   : x.to(c10::kCPU, x.scalar_type() == c10::kDouble ? c10::kDouble : c10::kFloat)
+                         .contiguous();
+      if (o_.all_reduce_mean)
+        o_.all_reduce_mean(h.data_ptr(), h.numel(), static_cast<int>(h.element_size()));
+      if (!in_place) x.copy_(h);
+    }
+    stats_.kernel_us += us_since(t0);
+    ++stats_.ops_run;
+    ++stats_.all_reduces;
+  }
+
+  // again: a recompute (Note [ATen recompute]), which does not read the loss.
+  void run_op(OpId o, std::span<std::byte* const> ptrs, void* stream, bool again) {
+    const Op& gop = g_.ops[o];
+    const AtenOp& op = p_.ops[o];
+    SA_CHECK(ops_[o].has_value(), "op {}: not an operator", o);
+    const PreparedOp& prep = *ops_[o];
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    if (debug_) current_ = fmt::format("{} ({})", o, op.qualname);
+
+    Call call = storages(o, ptrs);
 
     // The stack: positional arguments, keyword arguments by name, defaults.
     const auto& args = prep.schema->arguments();
@@ -616,7 +659,7 @@ class TorchKernels final : public AtenKernels {
   AtenOptions o_;
   c10::Device device_{c10::kCPU};
   c10::DispatchKey key_ = c10::DispatchKey::CPU;
-  std::vector<PreparedOp> ops_;
+  std::vector<std::optional<PreparedOp>> ops_;  // none: an all-reduce
   c10::Allocator* previous_ = nullptr;
   std::unique_ptr<PlacingAllocator> allocator_;  // CPU
   PlacementSlots* slots_ = nullptr;  // the placing allocator's, CPU or CUDA; null: outputs copied

@@ -79,6 +79,7 @@
 // arguments.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -96,6 +97,10 @@ struct AtenOptions {
   int cuda_device = 0;         // cuda: which GPU
   bool place_outputs = true;   // CPU: install the placing allocator
   int threads = 0;             // intra-op threads (at::set_num_threads); 0: libtorch's default
+  // An all-reduce op's exchange (Note [ATen data parallelism]): the mean
+  // over the ranks, in place, of `count` host values of `elem_bytes` (4:
+  // float, 8: double). Unset: one rank, the identity.
+  std::function<void(void* data, int64_t count, int elem_bytes)> all_reduce_mean;
 };
 
 struct AtenStats {
@@ -108,6 +113,7 @@ struct AtenStats {
   int64_t scratch_peak_bytes = 0;  // CPU: peak of kernel allocations outside the plan
   int64_t ops_recomputed = 0;      // recompute() calls (Note [ATen recompute])
   int64_t random_replays = 0;      // of those, random ops run again on their kept state
+  int64_t all_reduces = 0;         // all-reduce ops run (Note [ATen data parallelism])
 };
 
 class AtenKernels {
@@ -132,6 +138,26 @@ class AtenKernels {
   virtual std::string description() const = 0;  // "libtorch 1.13.0 on cpu, 2 threads"
 };
 
+// Note [ATen data parallelism]
+// -----------------------------
+// A data-parallel plan (plan/data_parallel.h) is read against the captured
+// graph with its collective ops spliced in; the exec file knows only the
+// captured ops, so with_collectives (runtime/aten_program.h) gives each
+// "sa::all_reduce" op an entry whose arguments are its gradients, each
+// viewed whole (the graph tensor's dtype, one dimension, its storage's
+// elements). run() of such an op averages them over the ranks as PyTorch's
+// DistributedDataParallel does: AtenOptions::all_reduce_mean (MPI on host
+// memory, runtime/ranks.h) on the tensor itself when it is a float or double
+// on the CPU, otherwise on a float copy on the CPU (on CUDA after the compute
+// stream's work so far; staged, as the synthetic kernels' collectives are)
+// copied back. Every rank starts from the same parameters and trains on its
+// own batch (its values file), so the parameters and optimizer state stay
+// the same on every rank; buffers (batch norm's running statistics) are each
+// rank's own, as with DDP's broadcast_buffers=False. Reduce-scatter and
+// all-gather (--shard-optimizer) would need the optimizer ops to run on
+// shards of their tensors, which the exec file does not describe: such a
+// plan is refused.
+//
 // Note [ATen plugin]
 // ------------------
 // The kernels live in a plugin, libswapadvisor_aten.so, built when libtorch
@@ -163,7 +189,7 @@ std::unique_ptr<AtenKernels> make_aten_kernels(const Graph& g, const AtenProgram
                                                const AtenOptions& o);
 
 // What the plugin exports (extern "C" sa_aten_plugin()).
-inline constexpr int kAtenPluginAbi = 3;
+inline constexpr int kAtenPluginAbi = 4;
 struct AtenPlugin {
   int abi = kAtenPluginAbi;        // first, so that any plugin's can be read
   const char* version = "";        // swapadvisor's version, as built

@@ -237,4 +237,52 @@ AtenProgram read_aten_program(const std::string& path, const Graph& g) {
   return parse_aten_program(read_file(path), path, g);
 }
 
+AtenProgram with_collectives(const AtenProgram& p, const Graph& g) {
+  AtenProgram out = p;
+  out.ops.clear();
+  out.ops.reserve(g.ops.size());
+  out.loss_after_op = kNoOp;
+  size_t next = 0;  // p's next op
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const Op& op = g.ops[o];
+    if (!is_collective(op)) {
+      if (next >= p.ops.size())
+        throw Error(fmt::format("{}: the graph has more ops than the exec file's {}", p.origin,
+                                p.ops.size()));
+      if (static_cast<OpId>(next) == p.loss_after_op) out.loss_after_op = o;
+      out.ops.push_back(p.ops[next++]);
+      continue;
+    }
+    if (op.type != kCollectiveTypes[0])
+      throw Error(fmt::format(
+          "op {} ({}): the ATen kernels run data-parallel plans with all-reduce only; a "
+          "--shard-optimizer plan shards the optimizer's tensors, which the exec file does not "
+          "describe (plan without --shard-optimizer)",
+          o, op.type));
+    AtenOp c;
+    c.qualname = c.name = op.type;
+    c.args = json::array();
+    for (TensorId t : op.updates) {
+      const std::string& dtype = g.tensors[t].dtype;
+      const int elem = dtype_size(dtype);
+      if (dtype != "float32" && dtype != "float64" && dtype != "float16" && dtype != "bfloat16")
+        throw Error(
+            fmt::format("op {} ({}): tensor {} ('{}') has dtype '{}': only floating "
+                        "point gradients are averaged",
+                        o, op.type, t, g.tensors[t].name, dtype));
+      c.args.push_back({{"tensor", t},
+                        {"dtype", dtype},
+                        {"sizes", {p.storage_bytes[t] / elem}},
+                        {"strides", {1}},
+                        {"offset", 0}});
+    }
+    c.results = json::array();
+    out.ops.push_back(std::move(c));
+  }
+  if (next != p.ops.size())
+    throw Error(fmt::format("{}: the graph has {} ops besides its collectives, the exec file {}",
+                            p.origin, next, p.ops.size()));
+  return out;
+}
+
 }  // namespace sa::runtime

@@ -51,6 +51,16 @@ AtenProgram read_aten_program(const std::string& path, const Graph& g);
 // The same from the file's text (gunzipped); origin names it in errors.
 AtenProgram parse_aten_program(std::string_view text, const std::string& origin, const Graph& g);
 
+// The program of `with`, a graph that is p's graph with collective ops
+// spliced in (data_parallel_graph in plan/data_parallel.h): p's ops in their
+// order at the non-collective ops, and for each "sa::all_reduce" an entry of
+// that name whose arguments are its updates, each viewed whole (Note [ATen
+// data parallelism] in runtime/aten_kernels.h). Throws sa::Error, naming the
+// op, for a reduce-scatter or all-gather (--shard-optimizer plans), an
+// update without a dtype the kernels can average, or a graph whose other
+// ops are not p's.
+AtenProgram with_collectives(const AtenProgram& p, const Graph& with);
+
 // Bytes per element of a dtype name ("float32" -> 4); 0 when unknown.
 int dtype_size(const std::string& dtype);
 

@@ -173,14 +173,15 @@ class CudaBackend final : public Backend {
       throw_error("internal error: launch_op of an op without a kernel table");
     const int32_t op =
         kernel < static_cast<int32_t>(kernel_op_.size()) ? kernel_op_[kernel] : kernel;
-    if (const auto c = table_.collective_of(kernel); c != synthetic::Collective::kNone) {
-      run_collective_staged(c, kernel);
-      return;
-    }
     if (kernel_) {
       // The real kernels, queued on the compute stream by the issuing thread
-      // (OpKernelHook); the synthetic kernel's duration does not apply.
+      // (OpKernelHook), collectives too (Note [ATen data parallelism]); the
+      // synthetic kernel's duration does not apply.
       kernel_(op, table_.recomputes(kernel), table_.of(kernel), arena_, stream(Stream::kCompute));
+      return;
+    }
+    if (const auto c = table_.collective_of(kernel); c != synthetic::Collective::kNone) {
+      run_collective_staged(c, kernel);
       return;
     }
     const int begin = op_begin_[kernel];

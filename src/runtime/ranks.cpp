@@ -82,6 +82,32 @@ void all_reduce_sum(std::span<uint64_t> words) {
 #endif
 }
 
+namespace {
+
+template <class T>
+void all_reduce_mean_of(std::span<T> values) {
+  if (g_ranks.size <= 1 || values.empty()) return;
+#if SA_HAVE_MPI
+  SA_CHECK(values.size() <= static_cast<size_t>(INT32_MAX), "all-reduce of {} values",
+           values.size());
+  check(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()),
+                      sizeof(T) == 8 ? MPI_DOUBLE : MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+        "MPI_Allreduce");
+  const T n = static_cast<T>(g_ranks.size);
+  for (T& v : values)
+    v /= n;
+#endif
+}
+
+}  // namespace
+
+void all_reduce_mean(std::span<float> values) {
+  all_reduce_mean_of(values);
+}
+void all_reduce_mean(std::span<double> values) {
+  all_reduce_mean_of(values);
+}
+
 void all_gather_blocks(std::span<uint64_t> words) {
   if (g_ranks.size <= 1 || words.empty()) return;
 #if SA_HAVE_MPI

@@ -49,6 +49,15 @@ inline uint64_t rank_salt(int rank) {
 // MPI_UINT64_T: mod 2^64). Nothing with one rank.
 void all_reduce_sum(std::span<uint64_t> words);
 
+// The mean over the ranks, element by element, in place: MPI_Allreduce
+// (MPI_SUM) and a division by the number of ranks, as DDP averages
+// gradients (the ATen kernels' all-reduce, Note [ATen data parallelism] in
+// runtime/aten_kernels.h). With two ranks the sum is the same in either
+// order, so the mean is what eager PyTorch gets by accumulating the two
+// halves' gradients and halving them. Nothing with one rank.
+void all_reduce_mean(std::span<float> values);
+void all_reduce_mean(std::span<double> values);
+
 // Rank r's block of words (the r-th of `size` blocks as even as can be) goes
 // to every rank (MPI_Allgatherv, in place). Nothing with one rank.
 void all_gather_blocks(std::span<uint64_t> words);
