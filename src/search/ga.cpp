@@ -28,6 +28,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kLayoutFlip = 0.05;     // chance that an arena child switches layouts
+constexpr double kMasterFlip = 0.05;     // chance that a child switches recomputation on or off
 constexpr int kPackedRepairs = 2;        // packed layouts: walks with a lowered capacity at most
 constexpr double kPackedNearPeak = 0.9;  // packed seeds only from this share of the peak live bytes
 // Note [Recompute genes]: an op is cheap when running it again takes less
@@ -45,6 +46,9 @@ struct Candidate {
   // Note [Recompute genes]: per op, whether its outputs may be dropped and
   // recomputed (empty: never).
   std::vector<uint8_t> recompute;
+  // Note [Recompute genes]: the master gene; false: swap only, whatever the
+  // per-op genes say (they drift unexpressed).
+  bool recomputes = false;
   // Note [Recompute genes]: evict by the DTR heuristic, dropping only what
   // may be recomputed (EvictionPolicy::kDtr), instead of Belady's choice.
   bool dtr = false;
@@ -73,7 +77,7 @@ struct Worker {
   PlanResult plan_candidate(const Candidate& x, Plan* out) {
     const Problem& pb = ctx.pb;
     PlannerOptions o = ctx.opt.planner;
-    if (!x.recompute.empty()) o.recompute = &x.recompute;
+    if (x.recomputes && !x.recompute.empty()) o.recompute = &x.recompute;
     if (x.dtr && o.recompute) o.eviction = EvictionPolicy::kDtr;  // (packs in the arena)
     if (ctx.arena() && x.layout != Layout::kSlots) {
       o.layout = x.layout == Layout::kPacked ? ArenaLayout::kPacked : ArenaLayout::kPlaced;
@@ -278,6 +282,7 @@ void Search::make_bases() {
       bases_[b].recompute.assign(m_, 0);
       Candidate twin = bases_[b];
       twin.recompute = ctx_.cheap;
+      twin.recomputes = true;
       if (twin.layout != Layout::kPacked) bases_.push_back(std::move(twin));
     }
     // And each order evicting as DTR does, every op that may run again
@@ -286,6 +291,7 @@ void Search::make_bases() {
       if (bases_[b].layout != Layout::kPlaced) continue;
       Candidate twin = bases_[b];
       twin.recompute = ctx_.eligible;
+      twin.recomputes = true;
       twin.dtr = true;
       bases_.push_back(std::move(twin));
     }
@@ -317,7 +323,8 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   if (k >= n - num_random) {
     w.sched.random_order(rng, &c.order);
     c.alloc = bases_[0].alloc;
-    if (opt_.recompute) c.recompute = rng.chance(0.5) ? ctx_.cheap : std::vector<uint8_t>(m_, 0);
+    c.recomputes = opt_.recompute && rng.chance(0.5);
+    if (opt_.recompute) c.recompute = c.recomputes ? ctx_.cheap : std::vector<uint8_t>(m_, 0);
     c.dtr = false;
     if (!ctx_.slots) {
       c.layout = Layout::kPlaced;
@@ -336,9 +343,14 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   c.alloc = base.alloc;
   c.layout = base.layout;
   c.recompute = base.recompute;
+  c.recomputes = base.recomputes;
   c.dtr = base.dtr;
   if (k < static_cast<int>(bases_.size())) return;
-  if (!c.recompute.empty() && rng.chance(0.5)) mutate_recompute(rng, c.recompute);
+  if (!c.recompute.empty() && rng.chance(0.5)) {
+    mutate_recompute(rng, c.recompute);
+    // A swap-only base's copy recomputes its flipped genes half the time.
+    if (!c.recomputes) c.recomputes = rng.chance(0.5);
+  }
   if (c.layout == Layout::kPacked) c.layout = Layout::kPlaced;
   if (rng.chance(0.5)) {
     const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
@@ -384,6 +396,8 @@ void Search::make_child(Worker& w, int gen, int k, Candidate& c) {
   // are placed), switched now and then.
   c.layout = k % 2 == 0 ? p1.layout : p2.layout;
   c.dtr = opt_.recompute && (k % 2 == 0 ? p1.dtr : p2.dtr);
+  c.recomputes = opt_.recompute && (k % 2 == 0 ? p1.recomputes : p2.recomputes);
+  if (opt_.recompute && rng.chance(kMasterFlip)) c.recomputes = !c.recomputes;
   if (c.layout == Layout::kPacked) c.layout = Layout::kPlaced;
   if (ctx_.arena() && ctx_.slots && rng.chance(kLayoutFlip))
     c.layout = c.layout == Layout::kPlaced ? Layout::kSlots : Layout::kPlaced;

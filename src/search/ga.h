@@ -96,6 +96,17 @@
 // cross the per-op genes at the schedule's cut point and flip some (each
 // with a probability drawn as the schedule mutation's), and take the
 // eviction gene from the parent they take the arena layout from.
+//
+// A master gene says whether the candidate recomputes at all: off, it is
+// planned swap-only whatever its per-op genes say (they drift unexpressed
+// until the gene is switched on again). The swap-only seeds have it off, their
+// twins on; a child takes it from the parent it takes the layout from and
+// switches it with probability kMasterFlip. Without it, every child of a
+// swap-only parent recomputed the ops its mutation flipped on, so where
+// recomputation does not pay (GPT at 40% of its peak: 0.97x of the
+// swap-only search in bench/recompute) the search spent most of its
+// evaluations on worse variants of swap-only plans, and evaluated each
+// more slowly (a recompute plan may be planned again to repair it).
 
 #include <cstdint>
 #include <span>
