@@ -32,9 +32,10 @@ KernelTable make_kernel_table(const Graph& g, const SlotLayout& slots, const Pla
     const StepId s = kernel.second;
     const Op& op = g.ops[o];
     t.kernel_op.push_back(o);
-    t.collective.push_back(!is_collective(op)            ? synthetic::Collective::kNone
-                           : op.type == "sa::all_gather" ? synthetic::Collective::kGather
-                                                         : synthetic::Collective::kSum);
+    t.collective.push_back(!is_collective(op)                ? synthetic::Collective::kNone
+                           : op.type == "sa::all_gather"     ? synthetic::Collective::kGather
+                           : op.type == "sa::reduce_scatter" ? synthetic::Collective::kScatter
+                                                             : synthetic::Collective::kSum);
     int k = 0;  // position in for_each_access order (and in access_objects)
     auto offset = [&]() -> int64_t {
       if (!p) return 0;

@@ -1,5 +1,6 @@
 #include "runtime/ranks.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -108,16 +109,50 @@ void all_reduce_mean(std::span<double> values) {
   all_reduce_mean_of(values);
 }
 
+#if SA_HAVE_MPI
+namespace {
+
+// The blocks of n words over the ranks, as even as can be: rank r's starts
+// at displs[r] and holds counts[r].
+void blocks(int n, std::vector<int>* counts, std::vector<int>* displs) {
+  const int size = g_ranks.size;
+  counts->resize(size);
+  displs->resize(size);
+  for (int r = 0; r < size; ++r) {
+    (*displs)[r] = static_cast<int>(int64_t{n} * r / size);
+    (*counts)[r] = static_cast<int>(int64_t{n} * (r + 1) / size) - (*displs)[r];
+  }
+}
+
+}  // namespace
+#endif
+
+void reduce_scatter_blocks(std::span<uint64_t> words) {
+  if (g_ranks.size <= 1 || words.empty()) return;
+#if SA_HAVE_MPI
+  SA_CHECK(words.size() <= static_cast<size_t>(INT32_MAX), "reduce-scatter of {} words",
+           words.size());
+  std::vector<int> counts, displs;
+  blocks(static_cast<int>(words.size()), &counts, &displs);
+  // In place, MPI_Reduce_scatter leaves this rank's block of the sums at the
+  // start of the buffer: keep a copy of the words it overwrites.
+  const int me = g_ranks.rank;
+  std::vector<uint64_t> mine(words.begin(), words.end());
+  check(MPI_Reduce_scatter(MPI_IN_PLACE, words.data(), counts.data(), MPI_UINT64_T, MPI_SUM,
+                           MPI_COMM_WORLD),
+        "MPI_Reduce_scatter");
+  std::vector<uint64_t> block(words.begin(), words.begin() + counts[me]);
+  std::copy(mine.begin(), mine.end(), words.begin());
+  std::copy(block.begin(), block.end(), words.begin() + displs[me]);
+#endif
+}
+
 void all_gather_blocks(std::span<uint64_t> words) {
   if (g_ranks.size <= 1 || words.empty()) return;
 #if SA_HAVE_MPI
   SA_CHECK(words.size() <= static_cast<size_t>(INT32_MAX), "all-gather of {} words", words.size());
-  const int n = static_cast<int>(words.size()), size = g_ranks.size;
-  std::vector<int> counts(size), displs(size);
-  for (int r = 0; r < size; ++r) {
-    displs[r] = static_cast<int>(int64_t{n} * r / size);
-    counts[r] = static_cast<int>(int64_t{n} * (r + 1) / size) - displs[r];
-  }
+  std::vector<int> counts, displs;
+  blocks(static_cast<int>(words.size()), &counts, &displs);
   check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, words.data(), counts.data(),
                        displs.data(), MPI_UINT64_T, MPI_COMM_WORLD),
         "MPI_Allgatherv");
@@ -127,6 +162,8 @@ void all_gather_blocks(std::span<uint64_t> words) {
 void exchange_words(synthetic::Collective kind, std::span<uint64_t> words) {
   if (kind == synthetic::Collective::kGather)
     all_gather_blocks(words);
+  else if (kind == synthetic::Collective::kScatter)
+    reduce_scatter_blocks(words);
   else
     all_reduce_sum(words);
 }

@@ -12,7 +12,8 @@
 // collective op's synthetic kernel (synthetic_collective.h) sums the samples
 // of the gradients it reduces over the ranks with MPI_Allreduce (64-bit
 // words, mod 2^64) on host memory, and an all-gather gives every rank the
-// samples each rank owns (its 1/N block) with MPI_Allgatherv. Every rank
+// samples each rank owns (its 1/N block) with MPI_Allgatherv; a
+// reduce-scatter sums only the block the rank owns (MPI_Reduce_scatter). Every rank
 // issues the same collectives in the same order (the same plan, its
 // reference run first), from one thread at a time: the compute stream's
 // thread, where collective ops run on the host backend (MPI is initialised
@@ -62,8 +63,14 @@ void all_reduce_mean(std::span<double> values);
 // to every rank (MPI_Allgatherv, in place). Nothing with one rank.
 void all_gather_blocks(std::span<uint64_t> words);
 
-// What a collective op's kernel does with its words: all_reduce_sum, or
-// all_gather_blocks for an all-gather.
+// Rank r's block of words (as all_gather_blocks splits them) becomes the
+// sum of every rank's words there (MPI_Reduce_scatter, MPI_SUM mod 2^64);
+// the other blocks keep this rank's words. Nothing with one rank.
+void reduce_scatter_blocks(std::span<uint64_t> words);
+
+// What a collective op's kernel does with its words: all_reduce_sum,
+// reduce_scatter_blocks for a reduce-scatter, or all_gather_blocks for an
+// all-gather.
 void exchange_words(synthetic::Collective kind, std::span<uint64_t> words);
 
 }  // namespace sa::runtime

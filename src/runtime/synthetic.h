@@ -125,9 +125,11 @@ SA_HD uint64_t init_word(int32_t tensor, int64_t i) {
 }
 
 // What a collective op's kernel does with its updates (runtime/ranks.h):
-// sum them over the ranks (all-reduce; reduce-scatter, which leaves every
-// rank the whole sum here), or give every rank each rank's block (all-gather).
-enum class Collective : uint8_t { kNone, kSum, kGather };
+// sum them over the ranks (all-reduce), sum only this rank's block of them
+// (reduce-scatter: the other blocks keep this rank's own words, as the
+// shard it does not own is not read by its optimizer), or give every rank
+// each rank's block (all-gather).
+enum class Collective : uint8_t { kNone, kSum, kScatter, kGather };
 
 // The role of one access of an op in its kernel.
 enum class Role : uint8_t { kOutput, kInput, kUpdate, kWorkspace };

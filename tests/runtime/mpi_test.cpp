@@ -68,6 +68,26 @@ TEST(Mpi, AllReduceSumsTheRanksContributions) {
   }
 }
 
+// A reduce-scatter sums this rank's block over the ranks and leaves the
+// other blocks as this rank had them.
+TEST(Mpi, ReduceScatterSumsOnlyMyBlock) {
+  const RankInfo r = init_ranks();
+  std::vector<uint64_t> words(11);
+  for (size_t i = 0; i < words.size(); ++i)
+    words[i] = contribution(r.rank, static_cast<int64_t>(i));
+  reduce_scatter_blocks(words);
+  const int64_t begin = 11 * r.rank / r.size, end = 11 * (r.rank + 1) / r.size;
+  for (int64_t i = 0; i < 11; ++i) {
+    uint64_t want = contribution(r.rank, i);
+    if (i >= begin && i < end) {
+      want = 0;
+      for (int q = 0; q < r.size; ++q)
+        want += contribution(q, i);
+    }
+    EXPECT_EQ(words[i], want) << "word " << i;
+  }
+}
+
 // An all-gather gives every rank each rank's block.
 TEST(Mpi, AllGatherGivesEveryRankEachBlock) {
   const RankInfo r = init_ranks();
