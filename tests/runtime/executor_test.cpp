@@ -48,8 +48,9 @@ double fastest(const RunResult& r) {
 }
 
 // Ops of 2 ms and 1 MiB copies at 0.5 GB/s (2.1 ms): the measured iteration
-// follows the simulated one. (The fastest of three: a loaded machine can only
-// make an iteration slower.)
+// follows the simulated one. (The fastest of eight: a loaded machine can only
+// make an iteration slower; of three, one run in a full ctest beside a
+// fuzzing run was 22% slow.)
 TEST(RuntimeExecutor, MeasuredTimeFollowsTheSimulator) {
   auto s = swap_chain(1 << 20, 2000, 0.5);
   Simulator sim;
@@ -57,7 +58,7 @@ TEST(RuntimeExecutor, MeasuredTimeFollowsTheSimulator) {
   ASSERT_TRUE(sr.ok) << sr.error;
   auto b = paced_backend(s.link);
   RunOptions o;
-  o.iterations = 3;
+  o.iterations = 8;
   const RunResult r = run_plan(*b, s.g, s.plan, s.op_us, o);
   EXPECT_EQ(r.integrity, "ok");
   EXPECT_GT(fastest(r), 0.95 * sr.iteration_us);
