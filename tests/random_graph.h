@@ -4,7 +4,8 @@
 //
 // One iteration of a random layered network:
 //   forward   layer i: h[i] (, mask) = f_i(h[i-1], W_i (, b_i) (, h[i-2])), sometimes
-//             updating a buffer (running statistics) and sometimes followed by
+//             updating a buffer (running statistics; with state_update, as
+//             batch norm does: recompute_skips_updates) and sometimes followed by
 //             an in-place activation (relu_: an update of h[i]); W_i is now and
 //             then another layer's weight (shared parameters);
 //   loss      loss, g[L] = loss(h[L], labels)
@@ -35,8 +36,12 @@ struct RandomGraphOptions {
   double skip = 0.25;          // a layer also reads h[i-2]
   double mask = 0.3;           // a layer saves a second output for backward
   double buffer = 0.2;         // a layer updates a buffer in forward
-  double inplace = 0.2;        // a layer is followed by an in-place op
-  double workspace = 0.15;     // an op needs a workspace
+  // A layer that updates a buffer does so as batch norm updates its running
+  // statistics: recompute_skips_updates (Note [Recompute without updates]).
+  // Drawn only when above 0, so that the default graphs stay as they were.
+  double state_update = 0;
+  double inplace = 0.2;     // a layer is followed by an in-place op
+  double workspace = 0.15;  // an op needs a workspace
 };
 
 namespace detail {
@@ -88,7 +93,9 @@ class RandomGraphGen {
       if (coin(o_.buffer))
         upd.push_back(
             tensor(size(), TensorKind::kBuffer, "layer" + std::to_string(i) + ".running_stat"));
-      op("test::layer", Phase::kForward, in, outs, upd, "fwd" + std::to_string(i));
+      const bool state = !upd.empty() && o_.state_update > 0 && coin(o_.state_update);
+      g_.ops[op("test::layer", Phase::kForward, in, outs, upd, "fwd" + std::to_string(i))]
+          .recompute_skips_updates = state;
       if (coin(o_.inplace))
         op("test::relu_", Phase::kForward, {}, {}, {out}, "relu" + std::to_string(i));
       h.push_back(out);

@@ -212,6 +212,8 @@ def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, de
             e["name"] = r.module
         if r.random:
             e["random"] = True  # graph format 1.1 (docs/graph-format.md)
+        if r.skips_updates:
+            e["recompute_skips_updates"] = True  # graph format 1.3
         math = op_math(tensors, r)
         if math:
             e["dtype"] = math  # graph format 1.2: the math its flops run in
@@ -223,7 +225,9 @@ def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, de
            f"); bytes are storage bytes rounded up to {align}")
     cap.graph = {"format": "swapadvisor-graph", "version": 1, "name": name, "source": src,
                  "tensors": g_tensors, "ops": g_ops}
-    if any("dtype" in o for o in g_ops):
+    if any(r.skips_updates for r in rec.ops):
+        cap.graph["minor_version"] = 3
+    elif any("dtype" in o for o in g_ops):
         cap.graph["minor_version"] = 2
     elif any(r.random for r in rec.ops):
         cap.graph["minor_version"] = 1

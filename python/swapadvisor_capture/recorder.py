@@ -53,6 +53,18 @@ _UNDECLARED_WRITES = {
     "mkldnn_rnn_layer_backward": (("workspace",), lambda a: True),
 }
 
+# Ops that update state their results do not depend on: batch norm in
+# training reads its running statistics only to fold the batch's statistics
+# into them. Graph op field recompute_skips_updates (format 1.3): a recompute
+# runs such an op without them (Note [Recompute without updates]). Argument
+# names, and a predicate on the normalized arguments.
+_STATE_UPDATES = {
+    name: (("running_mean", "running_var"), lambda a: bool(a.get("training")))
+    for name in ("native_batch_norm", "cudnn_batch_norm", "miopen_batch_norm",
+                 "_native_batch_norm_legit")
+}
+_STATE_UPDATES["_batch_norm_with_update"] = (("running_mean", "running_var"), lambda a: True)
+
 # Ops whose result depends on tensor values in a way a replay cannot follow:
 # Python reads a value (and may branch on it), or an output's shape depends on
 # the data.
@@ -141,7 +153,8 @@ class TensorInfo:
 
 class OpRecord:
     __slots__ = ("index", "qualname", "type", "phase", "module", "args", "kwargs", "results",
-                 "inputs", "outputs", "updates", "flops", "bytes_accessed", "random")
+                 "inputs", "outputs", "updates", "flops", "bytes_accessed", "random",
+                 "skips_updates")
 
 
 def _flatten_tensors(v, out):
@@ -415,6 +428,14 @@ class Recorder(TorchDispatchMode):
         rec.inputs = [i.id for i in reads]
         rec.updates = [i.id for i in updates]
         rec.outputs = [i.id for i in outputs]
+        # Only when the running statistics are all it updates (a batch norm
+        # whose output is out= or in place would read what it updates).
+        rec.skips_updates = False
+        if base in _STATE_UPDATES and updates and outputs:
+            names, pred = _STATE_UPDATES[base]
+            state = {self._key(t)[0] for t in (a.get(n) for n in names)
+                     if isinstance(t, torch.Tensor)}
+            rec.skips_updates = pred(a) and all(i.key in state for i in updates)
 
         # cost
         nbytes = 0

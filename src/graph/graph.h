@@ -85,6 +85,11 @@ struct Op {
   // only where the backend replays its random state.
   bool recompute = true;
   bool random = false;
+  // Format 1.3 ("Recomputation"): the outputs do not depend on what the op
+  // updates (batch norm's running statistics, which it only accumulates
+  // into), so it may run again without them: a recompute leaves its updates
+  // alone (Note [Recompute without updates]).
+  bool recompute_skips_updates = false;
   // Format 1.2: the math its flops run in (docs/graph-format.md, "Precision").
   MathType math = MathType::kFp32;
 };
@@ -101,10 +106,25 @@ inline bool is_collective(const Op& op) {
 }
 
 // Whether a plan may run op again to recreate its outputs: allowed by the
-// graph, no in-place updates (running it again would apply them twice) and
-// at least one output.
+// graph, no in-place updates (running it again would apply them twice) or
+// updates a recompute skips, and at least one output.
 inline bool may_recompute(const Op& op) {
-  return op.recompute && op.updates.empty() && !op.outputs.empty();
+  return op.recompute && (op.updates.empty() || op.recompute_skips_updates) && !op.outputs.empty();
+}
+
+// Note [Recompute without updates]
+// --------------------------------
+// Batch norm in training mode reads its running statistics only to fold the
+// batch's statistics into them: its outputs do not depend on them. A capture
+// marks such an op (Op::recompute_skips_updates), and then a recompute step
+// runs it on its outputs and inputs alone: its update slots are not part of
+// the step (objects_of_step has none for them), a backend that must pass
+// something runs it on scratch copies, and the updated tensors keep the
+// version the op's one real run gave them. Without this, every batch norm a
+// capture records could never be recomputed, since running its update twice
+// would count the batch twice.
+inline bool recompute_touches_updates(const Op& op) {
+  return !op.recompute_skips_updates;
 }
 
 struct Graph {
@@ -140,14 +160,22 @@ enum class Access : uint8_t { kRead, kCreate, kUpdate };
 
 // Calls f(tensor_id, access) for every tensor op touches, outputs first, then
 // inputs, then updates (the order is not significant).
+// for_each_step_access(op, recompute, f): the same for a step that runs op:
+// a recompute step of an op whose recompute skips its updates has no update
+// accesses (Note [Recompute without updates]); every other step has all.
 template <typename F>
-void for_each_access(const Op& op, F&& f) {
+void for_each_step_access(const Op& op, bool recompute, F&& f) {
   for (TensorId t : op.outputs)
     f(t, Access::kCreate);
   for (TensorId t : op.inputs)
     f(t, Access::kRead);
+  if (recompute && !recompute_touches_updates(op)) return;
   for (TensorId t : op.updates)
     f(t, Access::kUpdate);
+}
+template <typename F>
+void for_each_access(const Op& op, F&& f) {
+  for_each_step_access(op, false, f);
 }
 
 }  // namespace sa

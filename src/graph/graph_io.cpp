@@ -217,6 +217,8 @@ class Reader {
     if (const json* v = optional_field(j, "recompute"))
       op.recompute = boolean(*v, loc.at("recompute"));
     if (const json* v = optional_field(j, "random")) op.random = boolean(*v, loc.at("random"));
+    if (const json* v = optional_field(j, "recompute_skips_updates"))
+      op.recompute_skips_updates = boolean(*v, loc.at("recompute_skips_updates"));
     if (const json* v = optional_field(j, "dtype")) {
       const std::string& d = string(*v, loc.at("dtype"));
       auto math = parse_math_type(d);
@@ -289,12 +291,15 @@ std::string graph_to_json(const Graph& g) {
   std::string out;
   out.reserve(128 + 96 * g.tensors.size() + 160 * g.ops.size());
   // The lowest minor version whose fields the graph uses (docs/graph-format.md):
-  // 1.2 for an op's dtype, 1.1 for recompute/random.
+  // 1.3 for recompute_skips_updates, 1.2 for an op's dtype, 1.1 for
+  // recompute/random.
+  const bool uses_skips = std::any_of(g.ops.begin(), g.ops.end(),
+                                      [](const Op& op) { return op.recompute_skips_updates; });
   const bool uses_math = std::any_of(g.ops.begin(), g.ops.end(),
                                      [](const Op& op) { return op.math != MathType::kFp32; });
   const bool uses_recompute = std::any_of(g.ops.begin(), g.ops.end(),
                                           [](const Op& op) { return !op.recompute || op.random; });
-  const int minor = uses_math ? 2 : uses_recompute ? 1 : 0;
+  const int minor = uses_skips ? 3 : uses_math ? 2 : uses_recompute ? 1 : 0;
   out +=
       fmt::format("{{\"format\":\"swapadvisor-graph\",\"version\":1,{}\"name\":{},\"source\":{},\n",
                   minor ? fmt::format("\"minor_version\":{},", minor) : "", json(g.name).dump(),
@@ -323,6 +328,7 @@ std::string graph_to_json(const Graph& g) {
     if (!op.name.empty()) out += ",\"name\":" + json(op.name).dump();
     if (!op.recompute) out += ",\"recompute\":false";
     if (op.random) out += ",\"random\":true";
+    if (op.recompute_skips_updates) out += ",\"recompute_skips_updates\":true";
     if (op.math != MathType::kFp32) out += fmt::format(",\"dtype\":\"{}\"", to_string(op.math));
     out += o + 1 < g.num_ops() ? "},\n" : "}\n";
   }

@@ -217,11 +217,19 @@ struct Plan {
 // same offsets (the pool's layout is one way to plan offsets): no classes.
 void offsets_from_classes(Plan* p);
 
-// Number of objects a compute step of op uses: its accesses plus one for a
-// workspace.
-inline int num_access_slots(const Op& op) {
-  return static_cast<int>(op.inputs.size() + op.outputs.size() + op.updates.size()) +
+// Number of objects a step that runs op uses: its accesses, in
+// for_each_step_access order, plus one for a workspace. A recompute step of
+// an op whose recompute skips its updates has no slots for them (Note
+// [Recompute without updates], graph/graph.h).
+inline int num_step_slots(const Op& op, bool recompute) {
+  const bool updates = !recompute || recompute_touches_updates(op);
+  return static_cast<int>(op.inputs.size() + op.outputs.size() +
+                          (updates ? op.updates.size() : 0)) +
          (op.workspace_bytes > 0 ? 1 : 0);
+}
+// Number of objects a compute step of op uses.
+inline int num_access_slots(const Op& op) {
+  return num_step_slots(op, false);
 }
 
 // Bytes each way that the plan copies.

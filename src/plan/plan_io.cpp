@@ -191,8 +191,8 @@ class PlanReader {
         st.kind = StepKind::kRecompute;
         if (s.size() != 4) fail(where, "expected [\"recompute\", op, [objects], [waits]]");
         st.subject = static_cast<int32_t>(integer(s[1], where + "[1]", 0, m - 1));
-        const auto objs = ints<ObjectId>(s[2], where + "[2]", num_access_slots(g_.ops[st.subject]),
-                                         0, num_objects - 1);
+        const auto objs = ints<ObjectId>(
+            s[2], where + "[2]", num_step_slots(g_.ops[st.subject], true), 0, num_objects - 1);
         st.obj_begin = static_cast<int32_t>(p.recompute_objects.size());
         p.recompute_objects.insert(p.recompute_objects.end(), objs.begin(), objs.end());
         st.obj_end = static_cast<int32_t>(p.recompute_objects.size());

@@ -214,7 +214,8 @@ std::vector<ObjectTenancy> object_tenancies(const Graph& g, const Plan& p,
           if (cur[o].item != item) open(o, item, t.start_us);
           cur[o].last = std::max(cur[o].last, t.end_us);
         };
-        for_each_access(op, [&](TensorId x, Access) { touch(x); });
+        for_each_step_access(op, st.kind == StepKind::kRecompute,
+                             [&](TensorId x, Access) { touch(x); });
         if (op.workspace_bytes > 0) touch(n + st.subject);
         break;
       }

@@ -726,7 +726,9 @@ StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
   std::vector<ObjectId> made;                                   // the outputs' objects
   std::vector<size_t> passing_at(op.outputs.size(), SIZE_MAX);  // their passing_ entries
   // One step of op o: objects slot by slot (outputs, inputs, updates,
-  // workspace; outputs and workspace fresh) and the waits.
+  // workspace; outputs and workspace fresh) and the waits. An op whose
+  // recompute skips its updates has no update slots (Note [Recompute
+  // without updates]); a replay's updates are p's outputs.
   auto emit = [&](OpId o) {
     const Op& oo = g_.ops[o];
     const int32_t obj_begin = static_cast<int32_t>(recompute_objs_.size());
@@ -746,9 +748,10 @@ StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
       recompute_objs_.push_back(obj_of_[x]);
       if (arrival_[x] >= 0) waits.push_back(arrival_[x]);
     }
-    for (TensorId t : oo.updates)  // p's outputs, made above
-      recompute_objs_.push_back(
-          made[std::find(op.outputs.begin(), op.outputs.end(), t) - op.outputs.begin()]);
+    if (recompute_touches_updates(oo))
+      for (TensorId t : oo.updates)
+        recompute_objs_.push_back(
+            made[std::find(op.outputs.begin(), op.outputs.end(), t) - op.outputs.begin()]);
     if (oo.workspace_bytes > 0) fresh(n_ + o);
     std::sort(waits.begin(), waits.end());
     waits.erase(std::unique(waits.begin(), waits.end()), waits.end());

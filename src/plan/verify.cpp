@@ -130,7 +130,8 @@ class Verifier {
   bool run_on_objects(StepId s, OpId o, const ObjectId* objs) {
     const Op& oo = g_.ops[o];
     const int nout = static_cast<int>(oo.outputs.size());
-    if (oo.workspace_bytes > 0 && !arrive(s, objs[num_access_slots(oo) - 1], -2 - o, slot(s)))
+    const bool again = p_.steps[s].kind == StepKind::kRecompute;
+    if (oo.workspace_bytes > 0 && !arrive(s, objs[num_step_slots(oo, again) - 1], -2 - o, slot(s)))
       return false;
     for (size_t i = 0; i < oo.inputs.size(); ++i)
       touch_[loc(objs[nout + i])][slot(s)] = s;
@@ -287,7 +288,9 @@ bool Verifier::structure() {
         if (!may_recompute(oo) && !may_replay_update(g_, oo)) {
           std::string why = "the graph marks it recompute: false";
           if (oo.recompute && !oo.updates.empty()) {
-            why = "it updates tensors in place and creates tensors";
+            why =
+                "it updates tensors in place and creates tensors, and the graph does not mark "
+                "it recompute_skips_updates";
             for (TensorId t : oo.updates)
               if (!is_transient(g_.tensors[t].kind))
                 why = fmt::format(
@@ -299,7 +302,7 @@ bool Verifier::structure() {
           }
           return fail("{}: {} may not run again ({})", step(s), op(st.subject), why);
         }
-        const int64_t want = num_access_slots(oo);
+        const int64_t want = num_step_slots(oo, true);
         if (st.obj_begin < 0 || st.obj_end < st.obj_begin ||
             st.obj_end > static_cast<int64_t>(p_.recompute_objects.size()) ||
             st.obj_end - st.obj_begin != want)
@@ -319,7 +322,7 @@ bool Verifier::structure() {
             ok = fail("{} puts {} in object {} of class {}, but it is in class {}", step(s), what,
                       x, class_of(x), c);
         };
-        for_each_access(oo, [&](TensorId t, Access) {
+        for_each_step_access(oo, true, [&](TensorId t, Access) {
           fits(objs[k++], g_.tensors[t].bytes, arena_ ? -1 : p_.tensor_class[t], tensor(t));
         });
         if (oo.workspace_bytes > 0)
@@ -887,9 +890,12 @@ bool Verifier::recompute_step(StepId s) {
                   verb(a), tensor(t), x, step(data_step_[t]));
     return true;
   };
+  // An op whose recompute skips its updates has no update slots and leaves
+  // them alone (Note [Recompute without updates]).
+  const size_t nupd = recompute_touches_updates(oo) ? oo.updates.size() : 0;
   for (int i = 0; i < nin; ++i)
     if (!at_version(oo.inputs[i], nout + i, Access::kRead)) return false;
-  for (size_t i = 0; i < oo.updates.size(); ++i)
+  for (size_t i = 0; i < nupd; ++i)
     if (!at_version(oo.updates[i], nout + nin + static_cast<int>(i), Access::kUpdate)) return false;
   // R3: its outputs into free objects; each is then version 1 of its tensor
   // (later versions need the replays of their updates, R4, before the next
@@ -909,7 +915,7 @@ bool Verifier::recompute_step(StepId s) {
     data_step_[t] = s;
   }
   if (!run_on_objects(s, o, objs.data())) return false;
-  for (size_t i = 0; i < oo.updates.size(); ++i) {
+  for (size_t i = 0; i < nupd; ++i) {
     const TensorId t = oo.updates[i];
     touch_[loc(objs[nout + nin + i])][0] = s;
     dev_ver_[t] = read_ver_[p_.access_begin[o] + nout + nin + i] + 1;

@@ -106,11 +106,15 @@
 //       graph/graph.h) each tensor it updates is resident in the step's
 //       object for it, at the version o updated when it ran, and the replay
 //       HB-follows the step that put that version there; it is then at the
-//       next version, the one o made.
-//   S5 also checks that o may run again (may_recompute: no updates, not
-//   marked recompute: false; or may_replay_update: it only updates
-//   transients and creates nothing) and that the step's objects, one per
-//   access slot of o, exist and fit their tensors.
+//       next version, the one o made. An op whose recompute skips its
+//       updates (Note [Recompute without updates], graph/graph.h) has no
+//       update slots in the step, and the tensors it updates keep their
+//       versions.
+//   S5 also checks that o may run again (may_recompute: no updates, or
+//   updates its recompute skips, not marked recompute: false; or
+//   may_replay_update: it only updates transients and creates nothing) and
+//   that the step's objects, one per access slot of o (num_step_slots),
+//   exist and fit their tensors.
 // The end (steady state: the next iteration starts where this one ends):
 //   E1  every initial_resident tensor is in its same object at the end, at its
 //       latest version.

@@ -536,11 +536,21 @@ class TorchKernels final : public AtenKernels {
     stats_.copy_us += us_since(t0);
   }
 
-  // A storage over each object op o accesses (ptrs in for_each_access order).
-  Call storages(OpId o, std::span<std::byte* const> ptrs) {
+  // A storage over each object op o accesses (ptrs in for_each_step_access
+  // order). Note [Recompute without updates]: a recompute of an op that
+  // skips its updates has no objects for them; it updates zeroed scratch
+  // storages of their size instead, which its outputs do not depend on.
+  Call storages(OpId o, std::span<std::byte* const> ptrs, bool again = false) {
     Call call;
     size_t k = 0;
-    for_each_access(g_.ops[o], [&](TensorId t, Access) {
+    const Op& op = g_.ops[o];
+    if (again && !recompute_touches_updates(op))
+      for (TensorId t : op.updates) {
+        at::Tensor scratch =
+            at::zeros({g_.tensors[t].bytes}, at::TensorOptions().dtype(c10::kByte).device(device_));
+        call.storage.emplace(t, std::make_pair(nullptr, scratch.storage()));
+      }
+    for_each_step_access(op, again, [&](TensorId t, Access) {
       SA_CHECK(k < ptrs.size(), "op {}: {} pointers for more accesses", o, ptrs.size());
       std::byte* p = ptrs[k++];
       call.storage.emplace(
@@ -586,7 +596,7 @@ class TorchKernels final : public AtenKernels {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     if (debug_) current_ = fmt::format("{} ({})", o, op.qualname);
 
-    Call call = storages(o, ptrs);
+    Call call = storages(o, ptrs, again);
 
     // The stack: positional arguments, keyword arguments by name, defaults.
     const auto& args = prep.schema->arguments();

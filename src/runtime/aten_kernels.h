@@ -52,7 +52,11 @@
 // ptrs) gets the step's objects as run() gets the op's and makes the same
 // call on them. The outputs go to the step's objects (placed or copied as
 // run()'s are); one that no later op reads only passes through its object.
-// The loss is read on the op's first run only.
+// The loss is read on the op's first run only. An op whose recompute skips
+// its updates (batch norm's running statistics, Note [Recompute without
+// updates] in graph/graph.h) gets no objects for them: it runs on zeroed
+// scratch copies, so the outputs are the first run's (they do not depend on
+// the statistics) and the statistics are updated once per iteration.
 //
 // Random draws. A recompute must give the values the first run gave, and
 // a random op draws from its device's default generator (the capture
@@ -189,7 +193,7 @@ std::unique_ptr<AtenKernels> make_aten_kernels(const Graph& g, const AtenProgram
                                                const AtenOptions& o);
 
 // What the plugin exports (extern "C" sa_aten_plugin()).
-inline constexpr int kAtenPluginAbi = 4;
+inline constexpr int kAtenPluginAbi = 5;
 struct AtenPlugin {
   int abi = kAtenPluginAbi;        // first, so that any plugin's can be read
   const char* version = "";        // swapadvisor's version, as built

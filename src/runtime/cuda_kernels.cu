@@ -90,7 +90,7 @@ __global__ void write_kernel(std::byte* arena, const KernelAccess* accesses, int
       uint64_t v = 0;
       if (a.role == Role::kOutput)
         v = synthetic::output_word(digest, a.index, i);
-      else if (a.role == Role::kUpdate)
+      else if (a.role == Role::kUpdate || a.role == Role::kStateUpdate)
         v = synthetic::update_word(load_word(p, len), digest, a.update_index, i);
       else
         v = synthetic::workspace_word(digest, i);

@@ -224,7 +224,7 @@ class Executor {
           const Op& op = g_.ops[o];
           const auto objs = p_.objects_of_step(s);
           int k = 0;
-          for_each_access(op, [&](TensorId t, Access a) {
+          for_each_step_access(op, step.kind == StepKind::kRecompute, [&](TensorId t, Access a) {
             if (a == Access::kCreate) {
               reuse(st, objs[k]);
               tenant_[objs[k]] = t;

@@ -60,8 +60,12 @@ KernelTable make_kernel_table(const Graph& g, const SlotLayout& slots, const Pla
       add(op.outputs[j], Role::kOutput, j, s0 + j, 0);
     for (int32_t r = 0; r < num_in; ++r)
       add(op.inputs[r], Role::kInput, r, -1, 0);
-    for (int32_t u = 0; u < static_cast<int32_t>(op.updates.size()); ++u)
-      add(op.updates[u], Role::kUpdate, num_in + u, s0 + num_out + u, u);
+    // Note [Recompute without updates]: such an op's updates do not feed its
+    // outputs, and its recompute steps have none.
+    const Role update_role = recompute_touches_updates(op) ? Role::kUpdate : Role::kStateUpdate;
+    if (s < 0 || recompute_touches_updates(op))
+      for (int32_t u = 0; u < static_cast<int32_t>(op.updates.size()); ++u)
+        add(op.updates[u], update_role, num_in + u, s0 + num_out + u, u);
     if (op.workspace_bytes > 0) {
       KernelAccess a;
       a.offset = offset();

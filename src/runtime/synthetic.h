@@ -131,8 +131,12 @@ SA_HD uint64_t init_word(int32_t tensor, int64_t i) {
 // each rank's block (all-gather).
 enum class Collective : uint8_t { kNone, kSum, kScatter, kGather };
 
-// The role of one access of an op in its kernel.
-enum class Role : uint8_t { kOutput, kInput, kUpdate, kWorkspace };
+// The role of one access of an op in its kernel. kStateUpdate: an update of
+// an op whose recompute skips its updates (Note [Recompute without updates]
+// in graph/graph.h): updated as kUpdate, but its old value does not enter
+// the digest, so the outputs do not depend on it and a recompute without it
+// makes them again.
+enum class Role : uint8_t { kOutput, kInput, kUpdate, kWorkspace, kStateUpdate };
 
 // One access of one op, as a kernel sees it: where the bytes are (an offset
 // in the device arena) and which role and index it has.

@@ -46,6 +46,7 @@ void run_op(int32_t op, std::span<const KernelAccess> accesses, Mem& mem, uint64
           v = output_word(digest, a.index, i);
           break;
         case Role::kUpdate:
+        case Role::kStateUpdate:
           v = update_word(mem.load(a, i), digest, a.update_index, i);
           break;
         case Role::kWorkspace:

@@ -3,7 +3,9 @@
 // random numbers three ways (an in-place bernoulli_, native_dropout,
 // randn_like): a random op run again draws what it drew first, the ops
 // after it draw what they would without it, and an op that draws without
-// the exec file's mark is refused.
+// the exec file's mark is refused. And on tests/capture/entries/tiny_cnn.py,
+// batch norm runs again without its running statistics (Note [Recompute
+// without updates]).
 
 #include <cstdlib>
 #include <cstring>
@@ -22,8 +24,8 @@
 namespace sa::runtime {
 namespace {
 
-std::string capture(const std::string& what) {
-  return sa::testing::data_path("capture/random_ops." + what);
+std::string capture(const std::string& name, const std::string& what) {
+  return sa::testing::data_path("capture/" + name + "." + what);
 }
 
 struct Free {
@@ -42,10 +44,10 @@ Buffer buffer(int64_t bytes) {
 // when they are made: one Stepper at a time.
 class Stepper {
  public:
-  Stepper()
-      : g_(read_graph(capture("graph.json.gz"))),
-        p_(read_aten_program(capture("exec.json.gz"), g_)) {
-    const ValuesFile init = read_values_file(capture("values.bin"));
+  explicit Stepper(const std::string& name = "random_ops")
+      : g_(read_graph(capture(name, "graph.json.gz"))),
+        p_(read_aten_program(capture(name, "exec.json.gz"), g_)) {
+    const ValuesFile init = read_values_file(capture(name, "values.bin"));
     for (const Tensor& t : g_.tensors)
       bufs_.push_back(buffer(t.bytes));
     for (const TensorValue& v : init.tensors)
@@ -84,12 +86,15 @@ class Stepper {
     return same;
   }
 
+  const std::byte* data(TensorId t) const { return bufs_[t].get(); }
+
  private:
-  // The op's pointers in for_each_access order; outputs from *outputs when given.
+  // The op's pointers in for_each_step_access order; outputs from *outputs
+  // when given (a recompute).
   std::vector<std::byte*> ptrs(OpId o, const std::vector<std::byte*>* outputs) {
     std::vector<std::byte*> v;
     size_t j = 0;
-    for_each_access(g_.ops[o], [&](TensorId t, Access a) {
+    for_each_step_access(g_.ops[o], outputs != nullptr, [&](TensorId t, Access a) {
       v.push_back(a == Access::kCreate && outputs ? (*outputs)[j++] : bufs_[t].get());
     });
     return v;
@@ -163,6 +168,36 @@ TEST(AtenRecompute, BeforeItsFirstRunIsAnError) {
   for (OpId o = 0; o < dropout; ++o)
     st.run(o);
   EXPECT_THROW(st.recompute_gives_the_same(dropout), Error);
+}
+
+// Note [Recompute without updates]: the capture marks the training batch
+// norm; run again on its input, weight and bias alone, it makes the same
+// output, mean and inverse deviation, and its running statistics keep what
+// its one real run folded into them (a second fold would move them).
+TEST(AtenRecompute, BatchNormRunsAgainWithoutItsRunningStatistics) {
+  if (!aten_available()) GTEST_SKIP() << "built without libtorch";
+  Stepper st("tiny_cnn");
+  st.make_kernels();
+  const OpId bn = st.find("aten::native_batch_norm.default");
+  const Op& op = st.graph().ops[bn];
+  ASSERT_TRUE(op.recompute_skips_updates);
+  ASSERT_EQ(op.updates.size(), 2u);  // running_mean, running_var
+  for (OpId o = 0; o <= bn; ++o)
+    st.run(o);
+  std::vector<std::vector<std::byte>> stats;
+  for (TensorId t : op.updates) {
+    const int64_t bytes = st.program().storage_bytes[t];
+    stats.emplace_back(st.data(t), st.data(t) + bytes);
+  }
+  EXPECT_TRUE(st.recompute_gives_the_same(bn));
+  EXPECT_TRUE(st.recompute_gives_the_same(bn));
+  for (size_t k = 0; k < op.updates.size(); ++k)
+    EXPECT_EQ(std::memcmp(stats[k].data(), st.data(op.updates[k]), stats[k].size()), 0)
+        << "running statistic " << k << " changed";
+  // Run once more for real, the statistics move: the check above can fail.
+  st.run(bn);
+  EXPECT_NE(std::memcmp(stats[1].data(), st.data(op.updates[1]), stats[1].size()), 0);
+  EXPECT_EQ(st.kernels().stats().ops_recomputed, 2);
 }
 
 }  // namespace

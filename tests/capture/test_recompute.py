@@ -5,6 +5,7 @@ src/runtime/aten_kernels.h), run by CTest:
     test_recompute.py --case random-marks --cli build/swapadvisor
     test_recompute.py --case dropout-recompute --cli build/swapadvisor
     test_recompute.py --case inplace-replay --cli build/swapadvisor
+    test_recompute.py --case batchnorm-recompute --cli build/swapadvisor
 
 random-marks: the capture marks exactly the ops that draw random numbers
 (tests/capture/entries/random_ops.py), in the graph (format 1.1) and the
@@ -15,6 +16,15 @@ by relu_ (tests/capture/entries/inplace_mlp.py),
 planned at 60% of its peak live bytes (a deterministic search), where
 linear layers are recomputed and their in-place updates replayed after them (Note [Update replay]), trains under `run --kernels
 aten` bit for bit as the swap-only plan and as eager PyTorch within 1e-6.
+
+batchnorm-recompute: an MLP of Linear, BatchNorm1d and ReLU(inplace=True)
+layers (tests/capture/entries/bn_mlp.py): the capture marks each training
+batch norm recompute_skips_updates (graph format 1.3); planned at 50% of its
+peak live bytes, batch norms are recomputed without their running
+statistics (Note [Recompute without updates]), and it trains under `run
+--kernels aten` bit for bit as the swap-only plan and as eager PyTorch
+within 1e-6, running statistics included (a second fold of the batch into
+them would show there).
 
 dropout-recompute: the Transformer LM with dropout 0.1, planned so that a
 native_dropout is recomputed, trains under `run --kernels aten` bit for bit
@@ -161,32 +171,32 @@ def check_dropout_recompute(cli, tmp):
     print(f"  unmarked: {u.stderr.strip()[:200]}")
 
 
-def check_inplace_replay(cli, tmp):
+def plan_files(cli, graph, prefix, fraction, evaluations):
+    """A plan with recompute steps and a swap-only one, from the same
+    deterministic search (one thread, seed 1)."""
+    plan, swap = prefix + ".plan.json", prefix + ".swap.json"
+    args = [graph, "--device", SLOW_LINK, "--memory-fraction", str(fraction), "--evaluations",
+            str(evaluations), "--threads", "1", "--seed", "1", "--quiet"]
+    must([cli, "plan", *args, "-o", plan], "plan")
+    must([cli, "plan", *args, "--no-recompute", "-o", swap], "plan --no-recompute")
+    return plan, swap
+
+
+def trains_alike(cli, entry, prefix, graph, plan, swap, n_steps):
+    """The plan (n_steps recompute steps per iteration) trains 3 iterations
+    under `run --kernels aten` bit for bit as the swap-only plan, and as
+    eager PyTorch within 1e-6 (losses) and 1e-5 (state). Returns the names
+    of the state tensors compared with eager's."""
     from swapadvisor_capture.reference import eager_train, rel_error, tensors_by_name
-    entry = "tests/capture/entries/inplace_mlp.py"
-    prefix = os.path.join(tmp, "mlp")
-    capture(entry, prefix)
-    graph = prefix + ".graph.json.gz"
-    g = read_json_gz(graph)
-    plan = prefix + ".plan.json"
-    must([cli, "plan", graph, "--device", SLOW_LINK, "--memory-fraction", "0.6",
-          "--evaluations", "200", "--threads", "1", "--seed", "1", "--quiet", "-o", plan], "plan")
-    steps = [s[1] for s in read_json_gz(plan)["steps"] if s[0] == "recompute"]
-    replays = sorted({g["ops"][o]["type"] for o in steps if g["ops"][o].get("updates")})
-    print(f"  {len(steps)} recompute steps, replays of {replays}")
-    check(replays == ["aten::relu_"], f"the plan replays relu_: {replays}")
     r = train(cli, graph, plan, prefix + ".run.bin")
     if r.returncode != 0 and "built without libtorch" in r.stderr:
         print("SKIP: " + r.stderr.strip())
         raise SystemExit(77)
     if not check(r.returncode == 0, f"run --kernels aten: {r.stderr.strip()[:400]}"):
-        return
+        return []
     rj = json.loads(r.stdout)
-    check(rj["aten"]["ops_recomputed"] == 3 * len(steps), f"every step ran: {rj['aten']}")
-    must([cli, "plan", graph, "--device", SLOW_LINK, "--memory-fraction", "0.6",
-          "--evaluations", "200", "--threads", "1", "--no-recompute", "--quiet",
-          "-o", prefix + ".swap.json"], "plan --no-recompute")
-    s = train(cli, graph, prefix + ".swap.json", prefix + ".swap.bin")
+    check(rj["aten"]["ops_recomputed"] == 3 * n_steps, f"every step ran: {rj['aten']}")
+    s = train(cli, graph, swap, prefix + ".swap.bin")
     if check(s.returncode == 0, f"run of the swap-only plan: {s.stderr.strip()[:400]}"):
         sj = json.loads(s.stdout)
         print(f"  losses {rj['losses']}\n  swap-only {sj['losses']}")
@@ -199,14 +209,51 @@ def check_inplace_replay(cli, tmp):
     check(all(abs(a - b) <= 1e-6 * abs(b) for a, b in zip(rj["losses"], losses)),
           "losses equal eager's within 1e-6 (docs/capture.md)")
     mine = tensors_by_name(prefix + ".run.bin", graph)
-    worst = max(rel_error(mine[n], state[n]) for n in mine if n in state)
+    compared = [n for n in mine if n in state]
+    worst = max(rel_error(mine[n], state[n]) for n in compared)
     check(worst <= 1e-5, f"final state within 1e-5 of eager's (worst {worst:g})")
+    return compared
+
+
+def check_inplace_replay(cli, tmp):
+    entry = "tests/capture/entries/inplace_mlp.py"
+    prefix = os.path.join(tmp, "mlp")
+    capture(entry, prefix)
+    graph = prefix + ".graph.json.gz"
+    g = read_json_gz(graph)
+    plan, swap = plan_files(cli, graph, prefix, 0.6, 200)
+    steps = [s[1] for s in read_json_gz(plan)["steps"] if s[0] == "recompute"]
+    replays = sorted({g["ops"][o]["type"] for o in steps if g["ops"][o].get("updates")})
+    print(f"  {len(steps)} recompute steps, replays of {replays}")
+    check(replays == ["aten::relu_"], f"the plan replays relu_: {replays}")
+    trains_alike(cli, entry, prefix, graph, plan, swap, len(steps))
+
+
+def check_batchnorm_recompute(cli, tmp):
+    entry = "tests/capture/entries/bn_mlp.py"
+    prefix = os.path.join(tmp, "bn_mlp")
+    capture(entry, prefix)
+    graph = prefix + ".graph.json.gz"
+    g = read_json_gz(graph)
+    bns = [o for o in g["ops"] if o["type"] == "aten::native_batch_norm"]
+    check(g.get("minor_version") == 3 and len(bns) == 5 and
+          all(o.get("recompute_skips_updates") and len(o["updates"]) == 2 for o in bns),
+          "the capture marks the 5 training batch norms recompute_skips_updates (format 1.3)")
+    plan, swap = plan_files(cli, graph, prefix, 0.5, 300)
+    steps = [g["ops"][s[1]] for s in read_json_gz(plan)["steps"] if s[0] == "recompute"]
+    n_bn = sum(1 for o in steps if o.get("recompute_skips_updates"))
+    print(f"  {len(steps)} recompute steps, {n_bn} of batch norms")
+    check(n_bn > 0, "the plan recomputes batch norms")
+    compared = trains_alike(cli, entry, prefix, graph, plan, swap, len(steps))
+    stats = [n for n in compared if n.endswith("running_var")]
+    check(len(stats) == 5, f"the running statistics are compared with eager's: {stats}")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--case", required=True,
-                    choices=["random-marks", "dropout-recompute", "inplace-replay"])
+                    choices=["random-marks", "dropout-recompute", "inplace-replay",
+                             "batchnorm-recompute"])
     ap.add_argument("--cli", required=True, help="the swapadvisor executable")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -214,6 +261,8 @@ def main():
             check_random_marks(a.cli, tmp)
         elif a.case == "inplace-replay":
             check_inplace_replay(a.cli, tmp)
+        elif a.case == "batchnorm-recompute":
+            check_batchnorm_recompute(a.cli, tmp)
         else:
             check_dropout_recompute(a.cli, tmp)
     return verdict()

@@ -101,6 +101,31 @@ TEST(GraphIo, OpDtypeIsOptionalAndRoundTrips) {
     EXPECT_EQ(to_string(*parse_math_type(name)), name);
 }
 
+// Format 1.3's recompute_skips_updates (docs/graph-format.md,
+// "Recomputation"): absent is false; the writer says minor version 3 when an
+// op uses it; anything but a boolean is an error naming the op.
+TEST(GraphIo, RecomputeSkipsUpdatesIsOptionalAndRoundTrips) {
+  Graph g = parse_graph(kSmall, "small.json");
+  for (const Op& op : g.ops)
+    EXPECT_FALSE(op.recompute_skips_updates);
+  std::string text = kSmall;
+  const std::string flops = "\"flops\": 2000";
+  text.replace(text.find(flops), flops.size(),
+               flops + ", \"dtype\": \"bfloat16\", \"recompute_skips_updates\": true");
+  g = parse_graph(text, "small.json");
+  EXPECT_TRUE(g.ops[0].recompute_skips_updates);
+  const std::string out = graph_to_json(g);
+  EXPECT_NE(out.find("\"minor_version\":3"), std::string::npos);
+  EXPECT_NE(out.find("\"recompute_skips_updates\":true"), std::string::npos);
+  EXPECT_TRUE(parse_graph(out, "back").ops[0].recompute_skips_updates);
+  text.replace(text.find("true"), 4, "\"yes\"");
+  EXPECT_NE(testing::error_of([&] {
+              parse_graph(text, "small.json");
+            }).find("small.json: ops[0].recompute_skips_updates"),
+            std::string::npos)
+      << testing::error_of([&] { parse_graph(text, "small.json"); });
+}
+
 TEST(GraphIo, BadOpDtypeNamesFileAndPath) {
   std::string text = kSmall;
   const std::string time = "\"time_us\": 3.5";

@@ -71,7 +71,8 @@ int64_t min_feasible_budget(const Graph& g, const SizeTable& t) {
 void Tally::print(const char* what, uint64_t seed) const {
   std::cout << "[ verify_test ] " << what << " (seed " << seed << "): " << planned << " plans, "
             << planned - failures << " verified, " << recompute_steps << " recompute steps ("
-            << replay_steps << " replays of in-place updates), " << repaired
+            << replay_steps << " replays of in-place updates, " << state_skips
+            << " without the op's updates), " << repaired
             << " plans repaired (Note [Recompute repair])\n";
 }
 
@@ -137,9 +138,12 @@ void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& 
             }
             if (opt.recompute) {
               tally->recompute_steps += plan_traffic(g, p).recomputes;
-              for (const Step& st : p.steps)
-                tally->replay_steps +=
-                    st.kind == StepKind::kRecompute && !g.ops[st.op()].updates.empty();
+              for (const Step& st : p.steps) {
+                if (st.kind != StepKind::kRecompute) continue;
+                const Op& op = g.ops[st.op()];
+                tally->replay_steps += !op.updates.empty() && op.outputs.empty();
+                tally->state_skips += op.recompute_skips_updates;
+              }
               // Note [Recompute repair]: what found no memory is not recomputed.
               tally->repaired += planned.ok && !planned.not_recomputed.empty();
               for (const Step& st : p.steps)

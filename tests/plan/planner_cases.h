@@ -42,6 +42,7 @@ struct Tally {
   int failures = 0;
   int recompute_steps = 0;  // in the plans with recompute genes
   int replay_steps = 0;     // of them, replays of in-place updates (Note [Update replay])
+  int state_skips = 0;      // of them, ops run without their updates (recompute_skips_updates)
   int repaired = 0;         // plans made without a recompute that found no memory
   void print(const char* what, uint64_t seed) const;
 };

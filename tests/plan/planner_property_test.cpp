@@ -72,11 +72,17 @@ TEST(VerifyProperty, EveryPlannerPlanVerifies) {
   std::mt19937_64 rng(seed);
   Tally tally;
   for (int i = 0; i < graph_count() && tally.failures < 5; ++i) {
-    const int layers = 2 + static_cast<int>(rng() % 14);
-    const uint64_t gseed = rng();
-    const Graph g = testing::random_graph(layers, gseed);
+    testing::RandomGraphOptions go;
+    go.layers = 2 + static_cast<int>(rng() % 14);
+    go.seed = rng();
+    // Every other graph's buffer updates are batch norm's (Note [Recompute
+    // without updates]).
+    go.state_update = i % 2 ? 0.8 : 0;
+    const Graph g = testing::random_graph(go);
     validate_graph(g, g.name);
-    const std::string label = fmt::format("graph {} (random_graph({}, {}))", i, layers, gseed);
+    const std::string label =
+        fmt::format("graph {} (random_graph layers {}, seed {}{})", i, go.layers, go.seed,
+                    go.state_update > 0 ? ", state_update 0.8" : "");
     plan_and_verify(g, label, rng, nullptr, &tally);
     if (HasFatalFailure()) return;
   }
@@ -85,6 +91,7 @@ TEST(VerifyProperty, EveryPlannerPlanVerifies) {
   EXPECT_GE(tally.planned, 200 * 16);
   EXPECT_GT(tally.recompute_steps, 1000);  // the recompute variants do recompute
   EXPECT_GT(tally.replay_steps, 100);      // and replay in-place updates (relu_)
+  EXPECT_GT(tally.state_skips, 100);       // and run batch norms without their updates
   EXPECT_GT(tally.repaired, 0);            // and some needed a repair
 }
 

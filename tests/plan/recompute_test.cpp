@@ -291,5 +291,63 @@ TEST(Recompute, AReplayMustFollowTheRecomputeOnce) {
       << violation(marked, relu_plan(marked));
 }
 
+// Note [Recompute without updates]: fwd also updates a running statistic r
+// (a buffer), as batch norm does; marked recompute_skips_updates, it runs
+// again without r:
+//   s0 in x  s1 in w  s2 in r  s3 C0 [a, x, w, r]  s4 C1  s5 drop a
+//   s6 R0 [a, x, w]  s7 drop x  s8 C2  s9 C3  s10 out w  s11 out r
+constexpr TensorId kR = 5;
+Graph batch_norm_graph(bool skips) {
+  Graph g = small_graph();
+  g.tensors.push_back({100, TensorKind::kBuffer, "r", {}, {}});
+  g.ops[0].updates = {kR};
+  g.ops[0].recompute_skips_updates = skips;
+  validate_graph(g, "batch_norm_graph");
+  return g;
+}
+Plan batch_norm_plan(const Graph& g, std::vector<ObjectId> recompute_objects) {
+  Builder b(g, {{2, 0, 1, 5}, {3, 2}, {4, 3, 2}, {4, 1}});
+  b.p.pool.class_count = {6};
+  b.p.memory_budget = 600;
+  b.p.layout_pool();
+  b.p.tensor_class.assign(g.num_tensors(), 0);
+  b.add(StepKind::kSwapIn, kX, 0, {});
+  b.add(StepKind::kSwapIn, kW, 1, {});
+  b.add(StepKind::kSwapIn, kR, 5, {});
+  b.add(StepKind::kCompute, 0, kNoObject, {0, 1, 2});
+  b.add(StepKind::kCompute, 1, kNoObject, {});
+  b.add(StepKind::kDrop, kA, 2, {4});
+  b.add(StepKind::kRecompute, 0, kNoObject, {5}, std::move(recompute_objects));
+  b.add(StepKind::kDrop, kX, 0, {6});
+  b.add(StepKind::kCompute, 2, kNoObject, {});
+  b.add(StepKind::kCompute, 3, kNoObject, {});
+  b.add(StepKind::kSwapOut, kW, 1, {9});
+  b.add(StepKind::kSwapOut, kR, 5, {6});
+  return b.p;
+}
+
+TEST(Recompute, BatchNormRunsAgainWithoutItsRunningStatistics) {
+  const Graph g = batch_norm_graph(true);
+  EXPECT_TRUE(may_recompute(g.ops[0]));
+  EXPECT_EQ(num_step_slots(g.ops[0], true), 3);
+  EXPECT_EQ(num_step_slots(g.ops[0], false), 4);
+  const Plan p = batch_norm_plan(g, {2, 0, 1});
+  EXPECT_EQ(violation(g, p), "(verified)");
+  const std::string text = plan_to_json(g, p);
+  EXPECT_NE(text.find("[\"recompute\",0,[2,0,1],[5]]"), std::string::npos) << text;
+  EXPECT_EQ(plan_to_json(g, parse_plan(g, text, "p.json")), text);
+  // The step may not name r: the op's recompute has three slots.
+  EXPECT_NE(violation(g, batch_norm_plan(g, {2, 0, 1, 5})).find("but its op needs 3"),
+            std::string::npos);
+  // Unmarked, the op updates r in place and may not run again at all.
+  const Graph unmarked = batch_norm_graph(false);
+  EXPECT_FALSE(may_recompute(unmarked.ops[0]));
+  EXPECT_NE(violation(unmarked, batch_norm_plan(unmarked, {2, 0, 1, 5}))
+                .find("may not run again (it updates tensor 5 'r' in place, and only in-place "
+                      "updates of transients are replayed)"),
+            std::string::npos)
+      << violation(unmarked, batch_norm_plan(unmarked, {2, 0, 1, 5}));
+}
+
 }  // namespace
 }  // namespace sa

@@ -117,11 +117,13 @@ TEST(RuntimeStress, RandomGraphsKeepTheirDataWithinBudget) {
   ro.time_scale = 0;
   std::map<std::string, int> runs;
   std::map<std::string, int> recomputes;  // recompute steps in the plans run
+  int state_skips = 0;                    // of them, ops run again without their updates
   int failures = 0;
   for (uint64_t i = 0; i < graphs && failures < 5; ++i) {
     testing::RandomGraphOptions go;
     go.layers = 2 + static_cast<int>(rng() % 11);
     go.seed = rng();
+    go.state_update = i % 2 ? 0.8 : 0;  // Note [Recompute without updates]
     Graph g = testing::random_graph(go);
     rescale(g, rng);
     const int64_t lo = min_budget(g);
@@ -132,7 +134,8 @@ TEST(RuntimeStress, RandomGraphsKeepTheirDataWithinBudget) {
         lo + static_cast<int64_t>(f * static_cast<double>(std::max<int64_t>(hi - lo, 0)));
     const std::string where = "graph " + std::to_string(i) + " (layers " +
                               std::to_string(go.layers) + ", seed " + std::to_string(go.seed) +
-                              ", budget " + std::to_string(budget) + " B)";
+                              (go.state_update > 0 ? ", state_update 0.8" : "") + ", budget " +
+                              std::to_string(budget) + " B)";
     const Problem pb(g, device, budget);
     std::vector<MethodResult> plans;
     for (Allocator alloc : {Allocator::kSizeClass, Allocator::kArena}) {
@@ -163,6 +166,8 @@ TEST(RuntimeStress, RandomGraphsKeepTheirDataWithinBudget) {
       const RunResult r = run_plan(*backend, g, m.plan, pb.op_us, ro);
       ++runs[m.name];
       recomputes[m.name] += plan_traffic(g, m.plan).recomputes;
+      for (const Step& st : m.plan.steps)  // Note [Recompute without updates]
+        state_skips += st.kind == StepKind::kRecompute && g.ops[st.op()].recompute_skips_updates;
       if (!r.integrity_ok || r.peak_device_bytes > limit || r.arena_bytes != m.plan.memory_budget ||
           r.pool_end_bytes > limit) {
         ADD_FAILURE() << where << ", " << m.name << ": integrity " << r.integrity << ", peak "
@@ -178,7 +183,11 @@ TEST(RuntimeStress, RandomGraphsKeepTheirDataWithinBudget) {
                 recomputes[name]);
     total += n;
   }
-  std::printf("RuntimeStress: %d runs with integrity ok and within budget\n", total);
+  std::printf(
+      "RuntimeStress: %d runs with integrity ok and within budget, %d recompute steps "
+      "without their op's updates\n",
+      total, state_skips);
+  EXPECT_GT(state_skips, 0);
   for (const char* alloc : {"size-class", "arena"}) {
     EXPECT_GT((runs[fmt::format("swapadvisor ({})", alloc)]), 0) << alloc;
     EXPECT_GT((runs[fmt::format("odswap ({})", alloc)]), 0) << alloc;
