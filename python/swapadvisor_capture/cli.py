@@ -94,6 +94,8 @@ def cmd_capture(argv):
         "flops": sum(o["flops"] for o in cap.graph["ops"]),
         "flop_formula_fallbacks": dict(rec.flop_fallbacks),
         "undeclared_writes": dict(rec.undeclared), "random_ops": dict(rec.random_ops),
+        # batch norms a plan may recompute without their running statistics
+        "recompute_skips_updates": sum(1 for r in rec.ops if r.skips_updates),
         "constants": rec.num_constants, "unused_state": cap.unused_state,
         "entry_args": entry_args,
     }

@@ -19,6 +19,7 @@
 #include "graph/stats.h"
 #include "plan/allocation.h"
 #include "search/alloc_ops.h"
+#include "search/recompute_seeds.h"
 #include "search/rng.h"
 #include "search/schedule.h"
 #include "util/error.h"
@@ -63,8 +64,11 @@ struct Context {
   bool arena() const { return opt.allocator == Allocator::kArena; }
   bool slots = true;           // the pool's minimum fits the budget: candidates may lay out slots
   std::vector<uint8_t> cheap;  // Note [Recompute genes]: ops cheaper to run again than to copy
-  std::vector<uint8_t> eligible;  // ops that may run again at all
+  std::vector<uint8_t> unchained;  // of them, a set no two of which feed each other
+  std::vector<uint8_t> stateless;  // of them, those without updates (no batch norm)
+  std::vector<uint8_t> eligible;   // ops that may run again at all
 };
+
 
 // Per-thread state: the planner and simulator keep reusable buffers.
 struct Worker {
@@ -283,7 +287,14 @@ void Search::make_bases() {
       Candidate twin = bases_[b];
       twin.recompute = ctx_.cheap;
       twin.recomputes = true;
-      if (twin.layout != Layout::kPacked) bases_.push_back(std::move(twin));
+      if (twin.layout == Layout::kPacked) continue;
+      for (const auto* genes : {&ctx_.unchained, &ctx_.stateless})
+        if (*genes != ctx_.cheap) {
+          Candidate other = twin;
+          other.recompute = *genes;
+          bases_.push_back(std::move(other));
+        }
+      bases_.push_back(std::move(twin));
     }
     // And each order evicting as DTR does, every op that may run again
     // allowed (the dtr baseline's plan in program order).
@@ -586,6 +597,7 @@ SearchResult search(const Problem& pb, const SearchOptions& options) {
     const int m = g.num_ops();
     ctx.cheap.assign(m, 0);
     ctx.eligible.assign(m, 0);
+    std::vector<double> ratio(m, 0);  // recompute time over copy time
     const double h2d = pb.device.h2d_bytes_per_us(), d2h = pb.device.d2h_bytes_per_us();
     for (OpId o = 0; o < m; ++o) {
       const Op& op = g.ops[o];
@@ -594,8 +606,13 @@ SearchResult search(const Problem& pb, const SearchOptions& options) {
       double out_bytes = 0;
       for (TensorId t : op.outputs)
         out_bytes += static_cast<double>(g.tensors[t].bytes);
-      ctx.cheap[o] = pb.op_us[o] < kCheapRecompute * (out_bytes / h2d + out_bytes / d2h);
+      ratio[o] = pb.op_us[o] / (out_bytes / h2d + out_bytes / d2h);
+      ctx.cheap[o] = ratio[o] < kCheapRecompute;
     }
+    ctx.unchained = unchained_subset(g, ctx.cheap, ratio);
+    ctx.stateless = ctx.cheap;
+    for (OpId o = 0; o < m; ++o)
+      ctx.stateless[o] = ctx.cheap[o] && g.ops[o].updates.empty();
   }
   Search s(ctx);
   return s.run();

@@ -232,10 +232,11 @@ def check_inplace_replay(cli, tmp):
 def check_batchnorm_recompute(cli, tmp):
     entry = "tests/capture/entries/bn_mlp.py"
     prefix = os.path.join(tmp, "bn_mlp")
-    capture(entry, prefix)
+    summary = capture(entry, prefix)
     graph = prefix + ".graph.json.gz"
     g = read_json_gz(graph)
     bns = [o for o in g["ops"] if o["type"] == "aten::native_batch_norm"]
+    check(summary["recompute_skips_updates"] == 5, f"--json counts them: {summary}")
     check(g.get("minor_version") == 3 and len(bns) == 5 and
           all(o.get("recompute_skips_updates") and len(o["updates"]) == 2 for o in bns),
           "the capture marks the 5 training batch norms recompute_skips_updates (format 1.3)")
