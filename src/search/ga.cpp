@@ -224,6 +224,7 @@ class Search {
   double ideal_ = 0;
   int64_t evaluations_ = 0;
   std::vector<Candidate> bases_;  // the seeds of generation 0
+  size_t swap_only_bases_ = 0;    // with recompute: the first ones swap only
   std::vector<Candidate> pop_, kids_;
   std::vector<Pair> pairs_;
   std::vector<double> history_;
@@ -281,7 +282,7 @@ void Search::make_bases() {
     }
   }
   if (opt_.recompute) {
-    const size_t swap_only = bases_.size();
+    const size_t swap_only = swap_only_bases_ = bases_.size();
     for (size_t b = 0; b < swap_only; ++b) {
       bases_[b].recompute.assign(m_, 0);
       Candidate twin = bases_[b];
@@ -349,7 +350,14 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
     }
     return;
   }
-  const Candidate& base = bases_[k % bases_.size()];
+  // Past the bases themselves, half the copies come from the swap-only ones
+  // and half from their recomputing twins, however many kinds of twins
+  // there are (Note [Recompute genes]).
+  const size_t nb = bases_.size(), ns = swap_only_bases_;
+  const size_t at = static_cast<size_t>(k);
+  const Candidate& base = at < nb || ns == 0 || ns == nb ? bases_[at % nb]
+                          : at % 2 == 0                  ? bases_[(at / 2) % ns]
+                                                         : bases_[ns + (at / 2) % (nb - ns)];
   c.order = base.order;
   c.alloc = base.alloc;
   c.layout = base.layout;

@@ -95,6 +95,9 @@
 // in chains back to the start of the net that no 25% budget holds: at 2 s,
 // captured BF16 ResNet-50 at 25% on a100-40gb fell from 34.4% of ideal
 // (its batch norms not recomputable) to 16.1%; with these twins, 36.4%.
+// The seeded population past the bases is half copies of the swap-only
+// bases and half of their twins, so that more kinds of twins do not starve
+// the swap-only search (GPT at 40%, where recomputing does not pay).
 // One more gene says how victims are chosen: Belady's furthest
 // next use (swap or drop, as above), or the DTR heuristic (cost / (size x
 // staleness), dropping only what may be recomputed: EvictionPolicy::kDtr);
