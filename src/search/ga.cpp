@@ -19,7 +19,6 @@
 #include "graph/stats.h"
 #include "plan/allocation.h"
 #include "search/alloc_ops.h"
-#include "search/recompute_seeds.h"
 #include "search/rng.h"
 #include "search/schedule.h"
 #include "util/error.h"
@@ -64,11 +63,9 @@ struct Context {
   bool arena() const { return opt.allocator == Allocator::kArena; }
   bool slots = true;           // the pool's minimum fits the budget: candidates may lay out slots
   std::vector<uint8_t> cheap;  // Note [Recompute genes]: ops cheaper to run again than to copy
-  std::vector<uint8_t> unchained;  // of them, a set no two of which feed each other
   std::vector<uint8_t> stateless;  // of them, those without updates (no batch norm)
   std::vector<uint8_t> eligible;   // ops that may run again at all
 };
-
 
 // Per-thread state: the planner and simulator keep reusable buffers.
 struct Worker {
@@ -224,7 +221,6 @@ class Search {
   double ideal_ = 0;
   int64_t evaluations_ = 0;
   std::vector<Candidate> bases_;  // the seeds of generation 0
-  size_t swap_only_bases_ = 0;    // with recompute: the first ones swap only
   std::vector<Candidate> pop_, kids_;
   std::vector<Pair> pairs_;
   std::vector<double> history_;
@@ -282,19 +278,18 @@ void Search::make_bases() {
     }
   }
   if (opt_.recompute) {
-    const size_t swap_only = swap_only_bases_ = bases_.size();
+    const size_t swap_only = bases_.size();
     for (size_t b = 0; b < swap_only; ++b) {
       bases_[b].recompute.assign(m_, 0);
       Candidate twin = bases_[b];
       twin.recompute = ctx_.cheap;
       twin.recomputes = true;
       if (twin.layout == Layout::kPacked) continue;
-      for (const auto* genes : {&ctx_.unchained, &ctx_.stateless})
-        if (*genes != ctx_.cheap) {
-          Candidate other = twin;
-          other.recompute = *genes;
-          bases_.push_back(std::move(other));
-        }
+      if (ctx_.stateless != ctx_.cheap) {  // batch norms marked recompute_skips_updates
+        Candidate stateless = twin;
+        stateless.recompute = ctx_.stateless;
+        bases_.push_back(std::move(stateless));
+      }
       bases_.push_back(std::move(twin));
     }
     // And each order evicting as DTR does, every op that may run again
@@ -350,14 +345,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
     }
     return;
   }
-  // Past the bases themselves, half the copies come from the swap-only ones
-  // and half from their recomputing twins, however many kinds of twins
-  // there are (Note [Recompute genes]).
-  const size_t nb = bases_.size(), ns = swap_only_bases_;
-  const size_t at = static_cast<size_t>(k);
-  const Candidate& base = at < nb || ns == 0 || ns == nb ? bases_[at % nb]
-                          : at % 2 == 0                  ? bases_[(at / 2) % ns]
-                                                         : bases_[ns + (at / 2) % (nb - ns)];
+  const Candidate& base = bases_[k % bases_.size()];
   c.order = base.order;
   c.alloc = base.alloc;
   c.layout = base.layout;
@@ -605,7 +593,6 @@ SearchResult search(const Problem& pb, const SearchOptions& options) {
     const int m = g.num_ops();
     ctx.cheap.assign(m, 0);
     ctx.eligible.assign(m, 0);
-    std::vector<double> ratio(m, 0);  // recompute time over copy time
     const double h2d = pb.device.h2d_bytes_per_us(), d2h = pb.device.d2h_bytes_per_us();
     for (OpId o = 0; o < m; ++o) {
       const Op& op = g.ops[o];
@@ -614,10 +601,8 @@ SearchResult search(const Problem& pb, const SearchOptions& options) {
       double out_bytes = 0;
       for (TensorId t : op.outputs)
         out_bytes += static_cast<double>(g.tensors[t].bytes);
-      ratio[o] = pb.op_us[o] / (out_bytes / h2d + out_bytes / d2h);
-      ctx.cheap[o] = ratio[o] < kCheapRecompute;
+      ctx.cheap[o] = pb.op_us[o] < kCheapRecompute * (out_bytes / h2d + out_bytes / d2h);
     }
-    ctx.unchained = unchained_subset(g, ctx.cheap, ratio);
     ctx.stateless = ctx.cheap;
     for (OpId o = 0; o < m; ++o)
       ctx.stateless[o] = ctx.cheap[o] && g.ops[o].updates.empty();

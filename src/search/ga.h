@@ -86,18 +86,19 @@
 // ops: those whose time is below kCheapRecompute of the time their outputs
 // take out and back in over the link (batch norm, activations, additions,
 // concatenations: memory-bound, 10-100x cheaper to recompute than to copy
-// over PCIe). Two more twins where they differ from it: the cheap ops
-// without recompute chains (unchained_subset, search/recompute_seeds.h: the
-// relatively cheapest first, none reading what another makes) and the
-// cheap ops without updates (no batch norm marked recompute_skips_updates).
-// When batch norm became recomputable in captured graphs, the cheap twin
-// recomputed it and the convolutions between (cheap on BF16 tensor cores)
-// in chains back to the start of the net that no 25% budget holds: at 2 s,
-// captured BF16 ResNet-50 at 25% on a100-40gb fell from 34.4% of ideal
-// (its batch norms not recomputable) to 16.1%; with these twins, 36.4%.
-// The seeded population past the bases is half copies of the swap-only
-// bases and half of their twins, so that more kinds of twins do not starve
-// the swap-only search (GPT at 40%, where recomputing does not pay).
+// over PCIe). Where the graph has batch norms marked
+// recompute_skips_updates (Note [Recompute without updates]), one more twin
+// with the cheap ops that update nothing: the cheap twin recomputes the
+// batch norms and the convolutions between them (cheap on BF16 tensor
+// cores) in chains back to the start of the net that no 25% budget holds,
+// and the search, seeded without the twin the graph had before the mark,
+// fell (captured BF16 ResNet-50 at 25% on a100-40gb, 2 s: 34.4% of ideal
+// unmarked, 16.1% marked; 36.7% with this twin). A twin recomputing only
+// cheap ops that never feed each other lifted EfficientNet-B0 and
+// ShuffleNetV2 at 20% (1.32x -> 1.64x the swap-only search) but cut the
+// evaluations of WResNet-152-10 in a 10 s search from 4,271 to 682 (60.5%
+// -> 55.3% of ideal), so it is not seeded; nor is a population split half
+// swap-only (the same slowdown).
 // One more gene says how victims are chosen: Belady's furthest
 // next use (swap or drop, as above), or the DTR heuristic (cost / (size x
 // staleness), dropping only what may be recomputed: EvictionPolicy::kDtr);
