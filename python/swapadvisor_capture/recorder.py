@@ -41,13 +41,17 @@ def storage_bytes_view(storage, device):
     return torch.empty(0, dtype=torch.uint8, device=device).set_(storage)
 
 
+# Batch norm's running statistics, updated in training: argument names, and
+# a predicate on the normalized arguments.
+_RUNNING_STATS = (("running_mean", "running_var"), lambda a: bool(a.get("training")))
+
 # Ops whose kernels write arguments that their schema does not mark as
 # written (checked against torch 1.13 and 2.x): argument names, and a
 # predicate on the normalized arguments.
 _UNDECLARED_WRITES = {
-    "native_batch_norm": (("running_mean", "running_var"), lambda a: bool(a.get("training"))),
-    "cudnn_batch_norm": (("running_mean", "running_var"), lambda a: bool(a.get("training"))),
-    "miopen_batch_norm": (("running_mean", "running_var"), lambda a: bool(a.get("training"))),
+    "native_batch_norm": _RUNNING_STATS,
+    "cudnn_batch_norm": _RUNNING_STATS,
+    "miopen_batch_norm": _RUNNING_STATS,
     # torch 2.x's oneDNN LSTM on the CPU: the backward reuses the forward's
     # workspace as scratch
     "mkldnn_rnn_layer_backward": (("workspace",), lambda a: True),
@@ -59,11 +63,11 @@ _UNDECLARED_WRITES = {
 # runs such an op without them (Note [Recompute without updates]). Argument
 # names, and a predicate on the normalized arguments.
 _STATE_UPDATES = {
-    name: (("running_mean", "running_var"), lambda a: bool(a.get("training")))
+    name: _RUNNING_STATS
     for name in ("native_batch_norm", "cudnn_batch_norm", "miopen_batch_norm",
                  "_native_batch_norm_legit")
 }
-_STATE_UPDATES["_batch_norm_with_update"] = (("running_mean", "running_var"), lambda a: True)
+_STATE_UPDATES["_batch_norm_with_update"] = (_RUNNING_STATS[0], lambda a: True)
 
 # Ops whose result depends on tensor values in a way a replay cannot follow:
 # Python reads a value (and may branch on it), or an output's shape depends on

@@ -123,8 +123,10 @@ inline bool may_recompute(const Op& op) {
 // version the op's one real run gave them. Without this, every batch norm a
 // capture records could never be recomputed, since running its update twice
 // would count the batch twice.
-inline bool recompute_touches_updates(const Op& op) {
-  return !op.recompute_skips_updates;
+// Whether a step that runs op (a recompute step when `recompute`) accesses
+// its updates: every step does, but a recompute of such an op.
+inline bool step_touches_updates(const Op& op, bool recompute) {
+  return !recompute || !op.recompute_skips_updates;
 }
 
 struct Graph {
@@ -169,7 +171,7 @@ void for_each_step_access(const Op& op, bool recompute, F&& f) {
     f(t, Access::kCreate);
   for (TensorId t : op.inputs)
     f(t, Access::kRead);
-  if (recompute && !recompute_touches_updates(op)) return;
+  if (!step_touches_updates(op, recompute)) return;
   for (TensorId t : op.updates)
     f(t, Access::kUpdate);
 }

@@ -222,9 +222,8 @@ void offsets_from_classes(Plan* p);
 // an op whose recompute skips its updates has no slots for them (Note
 // [Recompute without updates], graph/graph.h).
 inline int num_step_slots(const Op& op, bool recompute) {
-  const bool updates = !recompute || recompute_touches_updates(op);
   return static_cast<int>(op.inputs.size() + op.outputs.size() +
-                          (updates ? op.updates.size() : 0)) +
+                          (step_touches_updates(op, recompute) ? op.updates.size() : 0)) +
          (op.workspace_bytes > 0 ? 1 : 0);
 }
 // Number of objects a compute step of op uses.

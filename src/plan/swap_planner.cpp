@@ -748,7 +748,7 @@ StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
       recompute_objs_.push_back(obj_of_[x]);
       if (arrival_[x] >= 0) waits.push_back(arrival_[x]);
     }
-    if (recompute_touches_updates(oo))
+    if (step_touches_updates(oo, true))
       for (TensorId t : oo.updates)
         recompute_objs_.push_back(
             made[std::find(op.outputs.begin(), op.outputs.end(), t) - op.outputs.begin()]);

@@ -892,7 +892,7 @@ bool Verifier::recompute_step(StepId s) {
   };
   // An op whose recompute skips its updates has no update slots and leaves
   // them alone (Note [Recompute without updates]).
-  const size_t nupd = recompute_touches_updates(oo) ? oo.updates.size() : 0;
+  const size_t nupd = step_touches_updates(oo, true) ? oo.updates.size() : 0;
   for (int i = 0; i < nin; ++i)
     if (!at_version(oo.inputs[i], nout + i, Access::kRead)) return false;
   for (size_t i = 0; i < nupd; ++i)

@@ -544,7 +544,7 @@ class TorchKernels final : public AtenKernels {
     Call call;
     size_t k = 0;
     const Op& op = g_.ops[o];
-    if (again && !recompute_touches_updates(op))
+    if (!step_touches_updates(op, again))
       for (TensorId t : op.updates) {
         at::Tensor scratch =
             at::zeros({g_.tensors[t].bytes}, at::TensorOptions().dtype(c10::kByte).device(device_));

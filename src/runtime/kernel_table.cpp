@@ -62,8 +62,8 @@ KernelTable make_kernel_table(const Graph& g, const SlotLayout& slots, const Pla
       add(op.inputs[r], Role::kInput, r, -1, 0);
     // Note [Recompute without updates]: such an op's updates do not feed its
     // outputs, and its recompute steps have none.
-    const Role update_role = recompute_touches_updates(op) ? Role::kUpdate : Role::kStateUpdate;
-    if (s < 0 || recompute_touches_updates(op))
+    const Role update_role = op.recompute_skips_updates ? Role::kStateUpdate : Role::kUpdate;
+    if (step_touches_updates(op, s >= 0))
       for (int32_t u = 0; u < static_cast<int32_t>(op.updates.size()); ++u)
         add(op.updates[u], update_role, num_in + u, s0 + num_out + u, u);
     if (op.workspace_bytes > 0) {

@@ -592,6 +592,7 @@ SearchResult search(const Problem& pb, const SearchOptions& options) {
   if (options.recompute) {
     const int m = g.num_ops();
     ctx.cheap.assign(m, 0);
+    ctx.stateless.assign(m, 0);
     ctx.eligible.assign(m, 0);
     const double h2d = pb.device.h2d_bytes_per_us(), d2h = pb.device.d2h_bytes_per_us();
     for (OpId o = 0; o < m; ++o) {
@@ -602,10 +603,8 @@ SearchResult search(const Problem& pb, const SearchOptions& options) {
       for (TensorId t : op.outputs)
         out_bytes += static_cast<double>(g.tensors[t].bytes);
       ctx.cheap[o] = pb.op_us[o] < kCheapRecompute * (out_bytes / h2d + out_bytes / d2h);
+      ctx.stateless[o] = ctx.cheap[o] && op.updates.empty();
     }
-    ctx.stateless = ctx.cheap;
-    for (OpId o = 0; o < m; ++o)
-      ctx.stateless[o] = ctx.cheap[o] && g.ops[o].updates.empty();
   }
   Search s(ctx);
   return s.run();
