@@ -47,7 +47,7 @@ const std::string kResnet = testing::data_path("graphs/resnet50-b64.json.gz");
 TEST(CliPlan, PlansWritesAndVerifies) {
   const std::string plan_file = "/tmp/sa_cli_plan_test.json";
   auto r = run_cli("plan " + kResnet +
-                   " --memory-fraction 0.5 --evaluations 300 --threads 2 --quiet --json -o " +
+                   " --memory-fraction 0.5 --evaluations 60 --threads 2 --quiet --json -o " +
                    plan_file);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
@@ -100,7 +100,7 @@ TEST(CliPlan, DataParallelPlansVerifyAndRun) {
 // The stall causes add up to the stall; --copy-order takes two words.
 TEST(CliPlan, StallCausesAddUpAndCopyOrderIsChecked) {
   for (const char* order : {"deadline", "release"}) {
-    auto r = run_cli("plan " + kResnet + " --memory-fraction 0.3 --evaluations 150 --threads 2 " +
+    auto r = run_cli("plan " + kResnet + " --memory-fraction 0.3 --evaluations 40 --threads 2 " +
                      "--quiet --json --copy-order " + order);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto j = nlohmann::json::parse(r.out);
@@ -131,7 +131,7 @@ TEST(CliPlan, BudgetBelowAnOpsNeedNamesTheOp) {
 
 TEST(CliCompare, EveryMethodSideBySide) {
   auto r = run_cli("compare " + kResnet +
-                   " --memory-fraction 0.5 --evaluations 150 --threads 2 "
+                   " --memory-fraction 0.5 --evaluations 40 --threads 2 "
                    "--quiet --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
