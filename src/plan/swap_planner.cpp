@@ -139,6 +139,7 @@ class SwapPlanner::Pass {
   std::vector<int32_t> peak_in_use;  // per class, over every pass since run_passes began
   int num_ops() const { return m_; }
   const Graph& graph() const { return g_; }
+  OpId producer(TensorId t) const { return producer_[t]; }
   const SizeTable& sizes() const { return sizes_; }
   void set_capacity(int64_t c) { capacity_ = c; }
   int64_t item_bytes(int32_t x) const { return bytes_[x]; }
@@ -1893,11 +1894,28 @@ PlanResult SwapPlanner::with_repairs(const PlannerOptions& options, F&& once) {
   for (int repair = 0;; ++repair) {
     PlanResult r = once(opt);
     r.not_recomputed.insert(r.not_recomputed.begin(), off.begin(), off.end());
-    if (r.ok || r.not_recomputed.size() == off.size() || repair == kRecomputeRepairs ||
-        !genes[r.not_recomputed.back()])  // the op that found no memory was not recomputing
-      return r;
+    if (r.ok || r.not_recomputed.size() == off.size() || repair == kRecomputeRepairs) return r;
+    const OpId failed = r.not_recomputed.back();
+    r.not_recomputed.pop_back();
+    const size_t before = r.not_recomputed.size();
+    if (genes[failed]) {
+      r.not_recomputed.push_back(failed);
+    } else {
+      // The op found no memory for its own items beside the recomputes of
+      // its inputs: their producers stop recomputing instead.
+      for (TensorId t : pass_->graph().ops[failed].inputs)
+        if (const OpId p = pass_->producer(t); p != kNoOp && genes[p]) {
+          genes[p] = 0;  // (an op reading two outputs of p names it once)
+          r.not_recomputed.push_back(p);
+        }
+      if (r.not_recomputed.size() == before) {
+        r.not_recomputed.push_back(failed);
+        return r;
+      }
+    }
     off = r.not_recomputed;
-    genes[off.back()] = 0;
+    for (size_t k = before; k < off.size(); ++k)
+      genes[off[k]] = 0;
   }
 }
 
