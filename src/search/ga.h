@@ -98,7 +98,11 @@
 // ShuffleNetV2 at 20% (1.32x -> 1.64x the swap-only search) but cut the
 // evaluations of WResNet-152-10 in a 10 s search from 4,271 to 682 (60.5%
 // -> 55.3% of ideal), so it is not seeded; nor is a population split half
-// swap-only (the same slowdown).
+// swap-only (the same slowdown). What held those two back was the repair:
+// their cheap twins were refused outright (Note [Recompute repair] in
+// plan/swap_planner.h); repaired, the search reaches 2x there, with or
+// without that twin (seeded only where it planned faster than the cheap
+// twin, it changed nothing measurable, so it is not kept either).
 // One more gene says how victims are chosen: Belady's furthest
 // next use (swap or drop, as above), or the DTR heuristic (cost / (size x
 // staleness), dropping only what may be recomputed: EvictionPolicy::kDtr);
