@@ -1902,12 +1902,14 @@ PlanResult SwapPlanner::with_repairs(const PlannerOptions& options, F&& once) {
       r.not_recomputed.push_back(failed);
     } else {
       // The op found no memory for its own items beside the recomputes of
-      // its inputs: their producers stop recomputing instead.
-      for (TensorId t : pass_->graph().ops[failed].inputs)
+      // what it reads and updates: their producers stop recomputing instead.
+      for_each_access(pass_->graph().ops[failed], [&](TensorId t, Access a) {
+        if (a == Access::kCreate) return;
         if (const OpId p = pass_->producer(t); p != kNoOp && genes[p]) {
           genes[p] = 0;  // (an op reading two outputs of p names it once)
           r.not_recomputed.push_back(p);
         }
+      });
       if (r.not_recomputed.size() == before) {
         r.not_recomputed.push_back(failed);
         return r;
