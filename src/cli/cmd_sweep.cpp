@@ -27,9 +27,10 @@ struct SweepArgs {
 };
 
 nlohmann::json point_json(const SweepPoint& p, int64_t peak) {
-  nlohmann::json j = {{"budget_bytes", p.budget},
-                      {"fraction_of_peak", static_cast<double>(p.budget) / static_cast<double>(peak)},
-                      {"feasible", p.feasible}};
+  nlohmann::json j = {
+      {"budget_bytes", p.budget},
+      {"fraction_of_peak", static_cast<double>(p.budget) / static_cast<double>(peak)},
+      {"feasible", p.feasible}};
   if (!p.feasible) {
     j["why"] = p.why;
     return j;
@@ -44,8 +45,9 @@ nlohmann::json point_json(const SweepPoint& p, int64_t peak) {
 
 void run_sweep(SweepArgs args) {
   if (!args.planning.memory.empty() || args.planning.memory_fraction > 0)
-    print_warnings({"sweep: --memory and --memory-fraction are ignored: the sweep chooses the "
-                    "budgets"});
+    print_warnings(
+        {"sweep: --memory and --memory-fraction are ignored: the sweep chooses the "
+         "budgets"});
   if (args.planning.time_budget_s == 0 && args.planning.evaluations == 0)
     args.planning.time_budget_s = 5;  // per point
   PlanningInputs in = load_planning_inputs(args.planning, std::nullopt, int64_t{1} << 62);
@@ -73,19 +75,19 @@ void run_sweep(SweepArgs args) {
     for (const std::string& name : method_names())
       methods.push_back(run_method(name, pb, o.method));
     in.budget = budget;
-    const ReportInput report{.graph = in.graph,
-                             .device = in.device,
-                             .budget = budget,
-                             .peak_live = in.peak_live,
-                             .batch = in.batch,
-                             .ideal_us = pb.ideal_us,
-                             .methods = methods,
-                             .main = 0,
-                             .origin = fmt::format("searched for {:.1f} s at {}",
-                                                   methods.front().planning_seconds,
-                                                   format_bytes(budget)),
-                             .source = in.graph.name,
-                             .sweep = &r};
+    const ReportInput report{
+        .graph = in.graph,
+        .device = in.device,
+        .budget = budget,
+        .peak_live = in.peak_live,
+        .batch = in.batch,
+        .ideal_us = pb.ideal_us,
+        .methods = methods,
+        .main = 0,
+        .origin = fmt::format("searched for {:.1f} s at {}", methods.front().planning_seconds,
+                              format_bytes(budget)),
+        .source = in.graph.name,
+        .sweep = &r};
     write_report(report, args.output);
   }
 
@@ -113,10 +115,11 @@ void run_sweep(SweepArgs args) {
   }
   fmt::print("{} on {}, {} allocator; ideal {}\n", in.graph.name, in.device.name,
              to_string(o.method.allocator), format_us(r.ideal_us));
-  fmt::print("peak live bytes {} (program order); no-swap floor {} ({} order); smallest "
-             "feasible budget {}\n\n",
-             format_bytes(r.peak_live), format_bytes(r.no_swap_floor), r.floor_order,
-             format_bytes(r.min_budget));
+  fmt::print(
+      "peak live bytes {} (program order); no-swap floor {} ({} order); smallest "
+      "feasible budget {}\n\n",
+      format_bytes(r.peak_live), format_bytes(r.no_swap_floor), r.floor_order,
+      format_bytes(r.min_budget));
   fmt::print("{:>12} {:>7} {:>9} {:>13} {:>9} {:>9}\n", "budget", "% peak", "% ideal",
              "iteration ms", "GB in", "GB out");
   for (const SweepPoint& p : r.points) {

@@ -28,7 +28,8 @@ int64_t min_pool_bytes(const Graph& g, const SizeTable& t) {
 }  // namespace
 
 SweepResult sweep(const Graph& g, const DeviceProfile& device, const SweepOptions& o) {
-  if (o.points < 2) throw Error(fmt::format("sweep: --points must be at least 2, not {}", o.points));
+  if (o.points < 2)
+    throw Error(fmt::format("sweep: --points must be at least 2, not {}", o.points));
   if (o.target && !(*o.target > 0 && *o.target <= 1))
     throw Error(fmt::format("sweep: --target must be in (0, 1], not {}", *o.target));
   SweepResult r;

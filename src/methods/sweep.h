@@ -46,11 +46,11 @@ struct SweepPoint {
 
 struct SweepResult {
   double ideal_us = 0;
-  int64_t peak_live = 0;       // peak live bytes in program order
-  int64_t min_budget = 0;      // the smallest feasible budget (Note [Budget sweep])
-  int64_t largest_op = 0;      // the largest op's footprint
-  int64_t no_swap_floor = 0;   // Note [No-swap floor]
-  std::string floor_order;     // the order that gives it
+  int64_t peak_live = 0;           // peak live bytes in program order
+  int64_t min_budget = 0;          // the smallest feasible budget (Note [Budget sweep])
+  int64_t largest_op = 0;          // the largest op's footprint
+  int64_t no_swap_floor = 0;       // Note [No-swap floor]
+  std::string floor_order;         // the order that gives it
   std::vector<SweepPoint> points;  // evenly spaced, then the bisection's, by budget
   std::optional<double> target;
   std::optional<int64_t> target_budget;  // the smallest budget found to reach the target

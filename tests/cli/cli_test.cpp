@@ -46,9 +46,9 @@ const std::string kResnet = testing::data_path("graphs/resnet50-b64.json.gz");
 
 TEST(CliPlan, PlansWritesAndVerifies) {
   const std::string plan_file = "/tmp/sa_cli_plan_test.json";
-  auto r = run_cli("plan " + kResnet +
-                   " --memory-fraction 0.5 --evaluations 60 --threads 2 --quiet --json -o " +
-                   plan_file);
+  auto r =
+      run_cli("plan " + kResnet +
+              " --memory-fraction 0.5 --evaluations 60 --threads 2 --quiet --json -o " + plan_file);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   for (const char* key :
