@@ -1898,26 +1898,25 @@ PlanResult SwapPlanner::with_repairs(const PlannerOptions& options, F&& once) {
     const OpId failed = r.not_recomputed.back();
     r.not_recomputed.pop_back();
     const size_t before = r.not_recomputed.size();
+    auto stop = [&](OpId o) {
+      genes[o] = 0;  // (an op reading two outputs of o names it once)
+      r.not_recomputed.push_back(o);
+    };
     if (genes[failed]) {
-      r.not_recomputed.push_back(failed);
+      stop(failed);
     } else {
       // The op found no memory for its own items beside the recomputes of
       // what it reads and updates: their producers stop recomputing instead.
       for_each_access(pass_->graph().ops[failed], [&](TensorId t, Access a) {
-        if (a == Access::kCreate) return;
-        if (const OpId p = pass_->producer(t); p != kNoOp && genes[p]) {
-          genes[p] = 0;  // (an op reading two outputs of p names it once)
-          r.not_recomputed.push_back(p);
-        }
+        if (const OpId p = pass_->producer(t); a != Access::kCreate && p != kNoOp && genes[p])
+          stop(p);
       });
-      if (r.not_recomputed.size() == before) {
-        r.not_recomputed.push_back(failed);
-        return r;
-      }
+    }
+    if (r.not_recomputed.size() == before) {  // nothing left to turn off
+      r.not_recomputed.push_back(failed);
+      return r;
     }
     off = r.not_recomputed;
-    for (size_t k = before; k < off.size(); ++k)
-      genes[off[k]] = 0;
   }
 }
 
