@@ -406,7 +406,9 @@ void SwapPlanner::Pass::bind_ops(std::span<const OpId> order, const PlannerOptio
   }
   // Note [Recomputation]: op p may run again at position q while every
   // input still holds what p read (no update of it at a position in
-  // (pos(p), q)) and every transient input is still alive (its last use >= q).
+  // (pos(p), q)) and every transient input is still alive (its last use >=
+  // q) or may itself be made again at q (Note [Recompute through dead
+  // inputs]).
   recompute_until_.assign(m_, -1);
   replays_.assign(m_, {});
   pos_of_.resize(m_);
@@ -417,20 +419,32 @@ void SwapPlanner::Pass::bind_ops(std::span<const OpId> order, const PlannerOptio
   for (int i = 0; i < m_; ++i)
     for (TensorId t : g_.ops[order[i]].updates)
       updated_at[t].push_back(i);
+  // A dead input's producer's window counts once it is final: producers
+  // come first in the order, and the last loop below goes in position order.
+  std::vector<int32_t> depth(m_, 0);  // Note [Recompute through dead inputs]
+  const int max_depth =
+      opt.eviction == EvictionPolicy::kDtr ? INT_MAX : std::max(0, opt.dead_input_depth);
   auto until_of = [&](OpId p) {
     int32_t until = m_;
     for (TensorId u : g_.ops[p].inputs) {
       const auto& at = updated_at[u];
       auto next = std::upper_bound(at.begin(), at.end(), pos_of_[p]);
       if (next != at.end()) until = std::min(until, *next);
-      if (is_transient(g_.tensors[u].kind) && num_uses(u) > 0)
-        until = std::min(until, uses_[use_begin_[u + 1] - 1]);
+      if (!is_transient(g_.tensors[u].kind) || num_uses(u) == 0) continue;
+      int32_t alive = uses_[use_begin_[u + 1] - 1];
+      const OpId q = producer_[u];
+      if (q != kNoOp && (*opt.recompute)[q] && depth[q] < max_depth &&
+          recompute_until_[q] > alive) {
+        alive = recompute_until_[q];
+        depth[p] = std::max(depth[p], depth[q] + 1);
+      }
+      until = std::min(until, alive);
     }
     return until;
   };
   auto may_run_again = [&](const Op& op) { return !op.random || opt.recompute_random; };
   for (OpId p = 0; p < m_; ++p)
-    if (may_recompute(g_.ops[p]) && may_run_again(g_.ops[p])) recompute_until_[p] = until_of(p);
+    if (may_recompute(g_.ops[p]) && may_run_again(g_.ops[p])) recompute_until_[p] = m_;
   // Note [Update replay]: an update u of p's outputs at position i is
   // replayed after a recompute of p at q > i, which is then right while u's
   // inputs hold what u read (until_of(u) >= i: it never limits a recompute
@@ -460,6 +474,9 @@ void SwapPlanner::Pass::bind_ops(std::span<const OpId> order, const PlannerOptio
       }
     }
   }
+  for (int i = 0; i < m_; ++i)
+    if (const OpId p = order[i]; recompute_until_[p] >= 0)
+      recompute_until_[p] = std::min(recompute_until_[p], until_of(p));
 }
 
 bool SwapPlanner::Pass::prepare(std::span<const OpId> order, const Allocation& a,
@@ -688,7 +705,7 @@ StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
     if (pos_of_[u] >= i) break;
     bool needed = false;  // an update of what only passes through is moot
     for (TensorId t : g_.ops[u].updates)
-      needed = needed || needed_later(t);
+      needed = needed || needed_later(t) || t == v;  // v: read by the recompute that needs it
     if (needed) replays.push_back(u);
   }
   for (TensorId x : op.inputs)
@@ -702,7 +719,9 @@ StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
   auto bring_inputs = [&](const Op& o) {
     for (TensorId x : o.inputs) {
       if (obj_of_[x] != kNoObject) continue;
-      if (dropped_[x]) {
+      // Note [Recompute through dead inputs]: a transient past its last use
+      // is made again too.
+      if (dropped_[x] || (is_transient(g_.tensors[x].kind) && !needed_later(x))) {
         waits.push_back(recompute(x, i));
         continue;
       }
@@ -794,8 +813,14 @@ StepId SwapPlanner::Pass::recompute(TensorId v, int i) {
       last_pos_[t] = std::max(last_pos_[t], i);
       list_resident(t);
     } else {
+      // Only passes through, but a recompute after this one at position i
+      // may read it (Note [Recompute through dead inputs]): it holds its
+      // object until op i has run, as what a recompute used does.
       passing_at[k] = passing_.size();
       passing_.push_back({obj, t, last});
+      obj_of_[t] = obj;
+      last_step_[t] = last;
+      last_pos_[t] = i;
     }
   }
   for (OpId u : replays) {
@@ -1418,7 +1443,12 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
   // own dead items: freed before it ran, it would be keyed at its position
   // and taken by its own items' copies, which the op then waits for.
   for (const Passing& x : passing_) {
-    release(x.obj, x.step, -1, i);
+    StepId last = x.step;  // or the last recompute that read it
+    if (x.item < n_ && obj_of_[x.item] == x.obj) {
+      last = std::max(last, last_step_[x.item]);
+      obj_of_[x.item] = kNoObject;
+    }
+    release(x.obj, last, -1, i);
     ring_push(class_[x.item], x.obj);
   }
   passing_.clear();

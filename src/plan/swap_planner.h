@@ -135,6 +135,26 @@
 // to their largest ops, the search's seeds included, and the search reached
 // 1.3x the swap-only plan instead of 2x).
 //
+// Note [Recompute through dead inputs]: an input of the op past its last
+// use is dead (freed, with no host copy). That used to end the op's window:
+// a relu whose input, a batch norm's output, is read by nothing else
+// (NASNet's relu -> separable convolution -> batch norm) could be recomputed
+// only until the relu itself had run, so its output, read again in the
+// backward pass, was swapped: 29 GiB of the 35 GiB NASNet-25 moved out at
+// batch 32, and dtr could not plan it at all. Now a dead input is made again
+// too, by its producer, where that op's own window reaches (which may go
+// through dead inputs in turn): relu(batch_norm(z)), with z (the
+// convolution's output, alive until the batch norm's backward) brought
+// back. What such a chain remakes and no later op reads passes through: it
+// holds its memory until the op at that position has run (a later
+// recompute there may read it), then is freed. Depth: an op's window that
+// goes through a dead input made by an op of depth d has depth d + 1, and
+// PlannerOptions::dead_input_depth bounds it (default 1). Belady's eviction
+// does not see what a chain will pin when it runs; deeper, the search's
+// seeds that recompute the cheap ops ran out of memory at their recomputes
+// on NASNet-25 and were refused. DTR's eviction goes any depth, as DTR does
+// (it rematerializes evicted parents recursively).
+//
 // Two baselines recompute without swapping (baselines/checkpoint.h,
 // baselines/dtr.h). Directives::drop_only makes a directed eviction a drop
 // to be recomputed or nothing: a tensor that may not be dropped (above)
@@ -189,6 +209,9 @@ struct PlannerOptions {
   // runtime replays their random state).
   const std::vector<uint8_t>* recompute = nullptr;
   bool recompute_random = true;
+  // Note [Recompute through dead inputs]: how many dead inputs deep a
+  // recompute may remake what it reads (0: none); kDtr goes any depth.
+  int dead_input_depth = 1;
   int max_repairs = 6;                             // kPacked
   PackPolicy packing = PackPolicy::kGreedyBySize;  // kPacked (plan/packing.h)
 };

@@ -138,6 +138,14 @@ class Verifier {
     return true;
   }
   bool arrive_bytes(StepId s, ObjectId x, int32_t who);
+  // R3: a dead output of a recompute in object location l stops being
+  // readable (its bytes are taken, or the next compute step runs).
+  void forget_ghost(int32_t l) {
+    const TensorId t = ghost_[l];
+    if (t < 0) return;
+    ghost_[l] = -1;
+    if (dev_obj_[t] != kNoObject && loc(dev_obj_[t]) == l) dev_obj_[t] = kNoObject;
+  }
   bool structure_classes();
   bool structure_arena();
   bool resident_for_release(StepId s);
@@ -184,7 +192,9 @@ class Verifier {
   std::vector<TensorId> tenant_;  // current tenant or kFree
   std::vector<int32_t> prev_;     // last tenant (see tenant_name), for messages
   std::vector<std::array<StepId, kNumStreams + 1>> touch_;  // last step per stream (+ drop)
-  int32_t pos_ = 0;                                         // compute steps run so far
+  std::vector<TensorId> ghost_;   // R3: the dead output still readable there, or -1
+  std::vector<TensorId> ghosts_;  // those made since the last compute step
+  int32_t pos_ = 0;               // compute steps run so far
 };
 
 bool Verifier::structure() {
@@ -408,6 +418,8 @@ bool Verifier::structure() {
   tenant_.assign(num_local, kFree);
   prev_.assign(num_local, kFree);
   touch_.assign(num_local, {});
+  ghost_.assign(num_local, -1);
+  ghosts_.clear();
   for (auto& t : touch_)
     t.fill(-1);
   for (const ResidentTensor& r : p_.initial_resident) {
@@ -638,6 +650,7 @@ bool Verifier::arrive_bytes(StepId s, ObjectId x, int32_t who) {
   bytes_of_.assign(b.offset, b.end(), x, [&](int64_t lo, int64_t hi, ObjectId y) {
     if (!err.empty() || y == x) return;
     const int32_t ly = loc(y);
+    forget_ghost(ly);
     const std::string where = s == kStart ? std::string("initial_resident") : step(s);
     if (tenant_[ly] != kFree) {
       err = fmt::format(
@@ -665,6 +678,7 @@ bool Verifier::arrive_bytes(StepId s, ObjectId x, int32_t who) {
 bool Verifier::arrive(StepId s, ObjectId x, int32_t who, int slot) {
   if (arena_ && !arrive_bytes(s, x, who)) return false;
   const int32_t l = loc(x);
+  forget_ghost(l);
   if (tenant_[l] != kFree)
     return fail("{} puts {} into object {}, but object {} still holds {}", step(s),
                 tenant_name(who), x, x, tensor(tenant_[l]));
@@ -687,6 +701,9 @@ bool Verifier::compute_step(StepId s) {
   const ObjectId* objs = p_.access_objects.data() + p_.access_begin[o];
   const int nout = static_cast<int>(oo.outputs.size());
   const int nin = static_cast<int>(oo.inputs.size());
+  for (TensorId t : ghosts_)  // R3: only the recomputes before it read them
+    if (dev_obj_[t] != kNoObject) forget_ghost(loc(dev_obj_[t]));
+  ghosts_.clear();
 
   // W3: reads and updates find their tensor resident, at its latest version,
   // put there by a step that happens before this one.
@@ -906,8 +923,13 @@ bool Verifier::recompute_step(StepId s) {
       return fail("{} recreates {}, but {} is on the device already, in object {}", step(s),
                   tensor(t), tensor(t), dev_obj_[t]);
     if (!arrive(s, objs[i], t, static_cast<int>(Stream::kCompute))) return false;
-    if (dead_[t]) {
+    if (dead_[t]) {  // a ghost: free, but readable until its bytes are taken
       tenant_[loc(objs[i])] = kFree;
+      ghost_[loc(objs[i])] = t;
+      ghosts_.push_back(t);
+      dev_obj_[t] = objs[i];
+      dev_ver_[t] = 1;
+      data_step_[t] = s;
       continue;
     }
     dev_obj_[t] = objs[i];

@@ -101,7 +101,11 @@
 //       is then resident at version 1; if in-place updates made later
 //       versions, the replays of those updates (R4) must follow before the
 //       next access, which W3 checks; an output past its last access only
-//       passes through its object (freed at once); the workspace as W1.
+//       passes through its object (freed at once), but the recompute and
+//       replay steps before the next compute step may still read it there
+//       (R2, R4: a chain through a dead input, Note [Recompute through dead
+//       inputs] in plan/swap_planner.h) until another tenant takes any of
+//       its bytes; the workspace as W1.
 //   R4  (a replay of an in-place update, Note [Update replay] in
 //       graph/graph.h) each tensor it updates is resident in the step's
 //       object for it, at the version o updated when it ran, and the replay
