@@ -212,5 +212,68 @@ TEST(PlannerRegression, RepairStopsTheRecomputesBesideAnOpThatRunsShort) {
     EXPECT_NE(std::find(producers.begin(), producers.end(), o), producers.end()) << o;
 }
 
+// Note [Recompute through dead inputs]: relu reads bn's output b, which
+// nothing else reads, so b is dead once relu has run. At 500 B, big and g
+// (op 4) fill the budget, so y, z and w go; y is read again by back (op 5).
+// Recomputing relu there needs b, made again by bn from z (alive until
+// zback): before, relu's window ended at its own position and y was swapped
+// out and back (this graph's y with dead_input_depth 0).
+Graph dead_input_graph() {
+  GraphBuilder b;
+  b.tensor(100, TensorKind::kInput, "x");         // 0
+  b.tensor(100, TensorKind::kParam, "w");         // 1
+  b.tensor(100, TensorKind::kActivation, "z");    // 2
+  b.tensor(100, TensorKind::kActivation, "b");    // 3
+  b.tensor(100, TensorKind::kActivation, "y");    // 4
+  b.tensor(400, TensorKind::kActivation, "big");  // 5
+  b.tensor(100, TensorKind::kActivation, "g");    // 6
+  b.tensor(100, TensorKind::kGradient, "gy");     // 7
+  b.tensor(100, TensorKind::kGradient, "gw");     // 8
+  b.op({0, 1}, {2}, {}, 10, "conv");
+  b.op({2}, {3}, {}, 1, "bn");
+  b.op({3}, {4}, {}, 1, "relu");
+  b.op({4}, {5}, {}, 10, "big");
+  b.op({5}, {6}, {}, 10, "use");
+  b.op({6, 4}, {7}, {}, 10, "back");
+  b.op({7, 2}, {8}, {}, 10, "zback");
+  b.op({8}, {}, {1}, 1, "sgd");
+  validate_graph(b.g, "dead_input_graph");
+  return b.g;
+}
+
+TEST(PlannerRegression, RecomputeRemakesADeadInput) {
+  const Graph g = dead_input_graph();
+  const SizeTable sizes = make_size_table(g);
+  const DeviceProfile dev = slow_link();
+  const std::vector<double> op_us = op_times_us(g, dev);
+  SwapPlanner planner(g, sizes, op_us, dev);
+  std::vector<uint8_t> genes = {0, 1, 1, 0, 0, 0, 0, 0};  // bn and relu may run again
+  auto plan = [&](int depth, Plan* p) {
+    PlannerOptions opt;
+    opt.recompute = &genes;
+    opt.dead_input_depth = depth;
+    const PlanResult r = planner.plan_arena(program_order(g.num_ops()), 500, 500, opt, p);
+    ASSERT_TRUE(r.ok) << r.why;
+    const VerifyResult v = verify_plan(g, *p);
+    EXPECT_TRUE(v.ok) << v.violation;
+  };
+  auto count = [](const Plan& p, StepKind kind, int32_t subject) {
+    return std::count_if(p.steps.begin(), p.steps.end(),
+                         [&](const Step& s) { return s.kind == kind && s.subject == subject; });
+  };
+  constexpr TensorId kY = 4;
+  Plan with, without;
+  plan(1, &with);
+  plan(0, &without);
+  // With: y is dropped, then bn (op 1) and relu (op 2) run again before
+  // back; without: relu may not run again there, so y goes out and back.
+  EXPECT_EQ(count(with, StepKind::kSwapOut, kY), 0);
+  EXPECT_EQ(count(with, StepKind::kRecompute, 1), 1);
+  EXPECT_EQ(count(with, StepKind::kRecompute, 2), 1);
+  EXPECT_EQ(count(without, StepKind::kSwapOut, kY), 1);
+  EXPECT_EQ(count(without, StepKind::kRecompute, 1), 0);
+  EXPECT_EQ(count(without, StepKind::kRecompute, 2), 0);
+}
+
 }  // namespace
 }  // namespace sa

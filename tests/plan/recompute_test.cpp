@@ -349,5 +349,53 @@ TEST(Recompute, BatchNormRunsAgainWithoutItsRunningStatistics) {
       << violation(unmarked, batch_norm_plan(unmarked, {2, 0, 1, 5}));
 }
 
+// Note [Recompute through dead inputs]: bn's output b is read by relu
+// alone, so it is dead once relu has run; relu's output y is read again
+// by back. Tensors of 100 B: x 0, z 1, b 2, y 3, gy 4.
+Graph dead_input_graph() {
+  GraphBuilder b;
+  b.tensor(100, TensorKind::kInput, "x");
+  b.tensor(100, TensorKind::kActivation, "z");
+  b.tensor(100, TensorKind::kActivation, "b");
+  b.tensor(100, TensorKind::kActivation, "y");
+  b.tensor(100, TensorKind::kGradient, "gy");
+  b.op({0}, {1}, {}, 1, "conv");
+  b.op({1}, {2}, {}, 1, "bn");
+  b.op({2}, {3}, {}, 1, "relu");
+  b.op({3, 1}, {4}, {}, 1, "back");
+  validate_graph(b.g, "dead_input_graph");
+  return b.g;
+}
+
+// y is dropped after relu and made again before back by running bn (into
+// b's old object 2) and relu, which reads b there:
+//   s0 in x  s1 C0 [z]  s2 drop x  s3 C1 [b]  s4 C2 [y]  s5 drop y
+//   s6 R1 [b <- z]  (s7 between, when given)  R2 [y <- b]  C3 [gy]
+Plan dead_input_plan(const Graph& g, bool swap_into_ghost) {
+  Builder b(g, {{1, 0}, {2, 1}, {3, 2}, {0, 3, 1}});
+  b.add(StepKind::kSwapIn, 0, 0, {});
+  b.add(StepKind::kCompute, 0, kNoObject, {0});
+  b.add(StepKind::kDrop, 0, 0, {1});
+  b.add(StepKind::kCompute, 1, kNoObject, {});
+  b.add(StepKind::kCompute, 2, kNoObject, {});
+  b.add(StepKind::kDrop, 3, 3, {4});
+  const StepId bn = b.add(StepKind::kRecompute, 1, kNoObject, {4}, {2, 1});
+  // x back into b's object once bn's recompute wrote it: b's bytes are taken.
+  if (swap_into_ghost) b.add(StepKind::kSwapIn, 0, 2, {bn});
+  const StepId relu = b.add(StepKind::kRecompute, 2, kNoObject, {bn, 5}, {3, 2});
+  b.add(StepKind::kCompute, 3, kNoObject, {relu});
+  return b.p;
+}
+
+TEST(Recompute, ARecomputeMayReadADeadInputMadeAgainBeforeIt) {
+  const Graph g = dead_input_graph();
+  EXPECT_EQ(violation(g, dead_input_plan(g, false)), "(verified)");
+  EXPECT_NE(violation(g, dead_input_plan(g, true))
+                .find("step 8 (recompute of op 2 (relu)) reads tensor 2 'b' from object 2, but "
+                      "tensor 2 'b' is not on the device"),
+            std::string::npos)
+      << violation(g, dead_input_plan(g, true));
+}
+
 }  // namespace
 }  // namespace sa
