@@ -422,8 +422,7 @@ void SwapPlanner::Pass::bind_ops(std::span<const OpId> order, const PlannerOptio
   // A dead input's producer's window counts once it is final: producers
   // come first in the order, and the last loop below goes in position order.
   std::vector<int32_t> depth(m_, 0);  // Note [Recompute through dead inputs]
-  const int max_depth =
-      opt.eviction == EvictionPolicy::kDtr ? INT_MAX : std::max(0, opt.dead_input_depth);
+  const int max_depth = std::max(0, opt.dead_input_depth);
   auto until_of = [&](OpId p) {
     int32_t until = m_;
     for (TensorId u : g_.ops[p].inputs) {
@@ -1429,7 +1428,10 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
     if (access == Access::kUpdate) has_host_[x] = 0;  // the host copy is older now
     const ObjectId obj = obj_of_[x];
     if (needed_later(x) || kind_[x] == ItemKind::kPersistent) return;
-    // Last use in the iteration: transients die, inputs are dropped.
+    // Last use in the iteration: transients die, inputs are dropped. To
+    // DTR a dead tensor is an evicted one: a recompute that reads it makes
+    // it again (Note [Recompute through dead inputs]).
+    if (dtr() && x < n_ && kind_[x] == ItemKind::kTransient) dtr_cost_->evict(x);
     const StepId drop =
         kind_[x] == ItemKind::kInput ? add_step(StepKind::kDrop, x, obj, i, {compute}) : -1;
     release(obj, compute, drop, i);
@@ -1448,6 +1450,7 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
       last = std::max(last, last_step_[x.item]);
       obj_of_[x.item] = kNoObject;
     }
+    if (dtr() && x.item < n_) dtr_cost_->evict(x.item);
     release(x.obj, last, -1, i);
     ring_push(class_[x.item], x.obj);
   }

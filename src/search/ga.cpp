@@ -34,7 +34,9 @@ constexpr double kPackedNearPeak = 0.9;  // packed seeds only from this share of
 // Note [Recompute genes]: an op is cheap when running it again takes less
 // than this share of the time its outputs take out and back in.
 constexpr double kCheapRecompute = 0.5;
-constexpr int kSeedRepairs = 4;  // Note [Recompute repair]: plans of a seed's genes
+constexpr int kSeedRepairs = 4;
+// Note [Recompute through dead inputs]: the DTR twins' depths.
+constexpr int kDtrDepths[] = {3, kAnyDepth};  // Note [Recompute repair]: plans of a seed's genes
 using Clock = std::chrono::steady_clock;
 
 // The arena's layouts (Note [Arena search] in search/ga.h).
@@ -53,6 +55,9 @@ struct Candidate {
   // Note [Recompute genes]: evict by the DTR heuristic, dropping only what
   // may be recomputed (EvictionPolicy::kDtr), instead of Belady's choice.
   bool dtr = false;
+  // Note [Recompute through dead inputs]: how deep recomputes may remake
+  // dead inputs (PlannerOptions::dead_input_depth).
+  int dead_depth = 1;
   double time_us = kInf;
 };
 
@@ -81,6 +86,7 @@ struct Worker {
     PlannerOptions o = ctx.opt.planner;
     if (x.recomputes && !x.recompute.empty()) o.recompute = &x.recompute;
     if (x.dtr && o.recompute) o.eviction = EvictionPolicy::kDtr;  // (packs in the arena)
+    o.dead_input_depth = x.dead_depth;
     if (ctx.arena() && x.layout != Layout::kSlots) {
       o.layout = x.layout == Layout::kPacked ? ArenaLayout::kPacked : ArenaLayout::kPlaced;
       o.max_repairs = std::min(o.max_repairs, kPackedRepairs);
@@ -304,7 +310,10 @@ void Search::make_bases() {
       twin.recompute = ctx_.eligible;
       twin.recomputes = true;
       twin.dtr = true;
-      bases_.push_back(std::move(twin));
+      for (int depth : kDtrDepths) {
+        twin.dead_depth = depth;
+        bases_.push_back(twin);
+      }
     }
   }
 }
@@ -359,6 +368,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
     c.recomputes = opt_.recompute && rng.chance(0.5);
     if (opt_.recompute) c.recompute = c.recomputes ? ctx_.cheap : std::vector<uint8_t>(m_, 0);
     c.dtr = false;
+    c.dead_depth = 1;
     if (!ctx_.slots) {
       c.layout = Layout::kPlaced;
     } else if (opt_.seeded) {
@@ -378,6 +388,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   c.recompute = base.recompute;
   c.recomputes = base.recomputes;
   c.dtr = base.dtr;
+  c.dead_depth = base.dead_depth;
   if (k < static_cast<int>(bases_.size())) return;
   if (!c.recompute.empty() && rng.chance(0.5)) {
     mutate_recompute(rng, c.recompute);
@@ -429,6 +440,7 @@ void Search::make_child(Worker& w, int gen, int k, Candidate& c) {
   // are placed), switched now and then.
   c.layout = k % 2 == 0 ? p1.layout : p2.layout;
   c.dtr = opt_.recompute && (k % 2 == 0 ? p1.dtr : p2.dtr);
+  c.dead_depth = k % 2 == 0 ? p1.dead_depth : p2.dead_depth;
   c.recomputes = opt_.recompute && (k % 2 == 0 ? p1.recomputes : p2.recomputes);
   if (opt_.recompute && rng.chance(kMasterFlip)) c.recomputes = !c.recomputes;
   if (c.layout == Layout::kPacked) c.layout = Layout::kPlaced;

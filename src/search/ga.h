@@ -106,13 +106,15 @@
 // One more gene says how victims are chosen: Belady's furthest
 // next use (swap or drop, as above), or the DTR heuristic (cost / (size x
 // staleness), dropping only what may be recomputed: EvictionPolicy::kDtr);
-// each order also has a DTR twin with every op that may run again allowed,
-// which is the dtr baseline's plan in program order, so the search starts
-// from it too (on MobileNetV2 at 70% of its peak, DTR alone reached 86.9%
-// of ideal where the Belady seeds' search reached 58.6% in 5 s). Children
-// cross the per-op genes at the schedule's cut point and flip some (each
-// with a probability drawn as the schedule mutation's), and take the
-// eviction gene from the parent they take the arena layout from.
+// each order also has DTR twins with every op that may run again allowed,
+// one of which is the dtr baseline's plan in program order, so the search
+// starts from it too (two twins: recomputes remake dead inputs 3 deep, or
+// any depth as the baseline does; Note [Recompute through dead inputs] in
+// plan/swap_planner.h; children take the depth with the eviction gene) (on MobileNetV2 at 70% of
+// its peak, DTR alone reached 86.9% of ideal where the Belady seeds' search reached 58.6% in 5 s).
+// Children cross the per-op genes at the schedule's cut point and flip some (each with a
+// probability drawn as the schedule mutation's), and take the eviction gene from the parent they
+// take the arena layout from.
 //
 // A master gene says whether the candidate recomputes at all: off, it is
 // planned swap-only whatever its per-op genes say (they drift unexpressed
