@@ -34,9 +34,9 @@ constexpr double kPackedNearPeak = 0.9;  // packed seeds only from this share of
 // Note [Recompute genes]: an op is cheap when running it again takes less
 // than this share of the time its outputs take out and back in.
 constexpr double kCheapRecompute = 0.5;
-constexpr int kSeedRepairs = 4;
+constexpr int kSeedRepairs = 4;  // Note [Recompute repair]: plans of a seed's genes
 // Note [Recompute through dead inputs]: the DTR twins' depths.
-constexpr int kDtrDepths[] = {3, kAnyDepth};  // Note [Recompute repair]: plans of a seed's genes
+constexpr int kDtrDepths[] = {3, kAnyDepth};
 using Clock = std::chrono::steady_clock;
 
 // The arena's layouts (Note [Arena search] in search/ga.h).
@@ -634,7 +634,7 @@ SearchResult search(const Problem& pb, const SearchOptions& options) {
   if (!(options.time_budget_s > 0) && options.max_evaluations <= 0)
     throw Error("the search needs a time budget or an evaluation budget");
   const Graph& g = pb.graph;
-  Context ctx{pb, options, {}};
+  Context ctx{pb, options, {}, true, {}, {}, {}};
   // The most objects of each size that could be used at once, in the orders
   // the search starts from (the size classes' genes).
   std::vector<ClassId> identity(pb.sizes.num_sizes());
