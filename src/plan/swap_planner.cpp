@@ -1445,12 +1445,13 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
   // own dead items: freed before it ran, it would be keyed at its position
   // and taken by its own items' copies, which the op then waits for.
   for (const Passing& x : passing_) {
-    StepId last = x.step;  // or the last recompute that read it
-    if (x.item < n_ && obj_of_[x.item] == x.obj) {
-      last = std::max(last, last_step_[x.item]);
+    StepId last = x.step;
+    if (x.item < n_) {  // a tensor: readable until now (Note [Recompute through dead inputs])
+      SA_CHECK(obj_of_[x.item] == x.obj, "passing tensor {} left object {}", x.item, x.obj);
+      last = std::max(last, last_step_[x.item]);  // the last recompute that read it
       obj_of_[x.item] = kNoObject;
+      if (dtr()) dtr_cost_->evict(x.item);
     }
-    if (dtr() && x.item < n_) dtr_cost_->evict(x.item);
     release(x.obj, last, -1, i);
     ring_push(class_[x.item], x.obj);
   }

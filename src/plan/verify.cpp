@@ -192,9 +192,9 @@ class Verifier {
   std::vector<TensorId> tenant_;  // current tenant or kFree
   std::vector<int32_t> prev_;     // last tenant (see tenant_name), for messages
   std::vector<std::array<StepId, kNumStreams + 1>> touch_;  // last step per stream (+ drop)
-  std::vector<TensorId> ghost_;   // R3: the dead output still readable there, or -1
-  std::vector<TensorId> ghosts_;  // those made since the last compute step
-  int32_t pos_ = 0;               // compute steps run so far
+  std::vector<TensorId> ghost_;  // R3: the dead output still readable there, or -1
+  std::vector<int32_t> ghosts_;  // their locations, since the last compute step
+  int32_t pos_ = 0;              // compute steps run so far
 };
 
 bool Verifier::structure() {
@@ -701,8 +701,8 @@ bool Verifier::compute_step(StepId s) {
   const ObjectId* objs = p_.access_objects.data() + p_.access_begin[o];
   const int nout = static_cast<int>(oo.outputs.size());
   const int nin = static_cast<int>(oo.inputs.size());
-  for (TensorId t : ghosts_)  // R3: only the recomputes before it read them
-    if (dev_obj_[t] != kNoObject) forget_ghost(loc(dev_obj_[t]));
+  for (int32_t l : ghosts_)  // R3: only the recomputes before it read them
+    forget_ghost(l);
   ghosts_.clear();
 
   // W3: reads and updates find their tensor resident, at its latest version,
@@ -926,7 +926,7 @@ bool Verifier::recompute_step(StepId s) {
     if (dead_[t]) {  // a ghost: free, but readable until its bytes are taken
       tenant_[loc(objs[i])] = kFree;
       ghost_[loc(objs[i])] = t;
-      ghosts_.push_back(t);
+      ghosts_.push_back(loc(objs[i]));
       dev_obj_[t] = objs[i];
       dev_ver_[t] = 1;
       data_step_[t] = s;

@@ -314,10 +314,11 @@ void Search::make_bases() {
       twin.recompute = ctx_.eligible;
       twin.recomputes = true;
       twin.dtr = true;
-      // Only the twins that plan, once each (a base that does not plan takes
-      // its share of generation 0 from those that do: the RNNs', whose
-      // momentum DTR may not evict, fell from 66-68% of ideal to 58-60%
-      // with a second such twin).
+      // Only the twins that plan, planned once here (a base that does not
+      // plan takes its share of generation 0 from those that do: the RNNs',
+      // whose momentum DTR may not evict, fell from 66-68% of ideal to
+      // 58-60% with a second such twin); a depth whose plan takes the time
+      // of the one before is taken for the same plan and not seeded again.
       double last_us = kInf;
       for (int depth : kDtrDepths) {
         twin.dead_depth = depth;
@@ -374,6 +375,7 @@ void Search::mutate_alloc(Worker& w, Rng& rng, Allocation& a) {
 void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   const int n = static_cast<int>(pop_.size());
   const int num_random = opt_.seeded ? n / 16 : n - 1;
+  c.time_us = kInf;  // not planned yet
   if (k >= n - num_random) {
     w.sched.random_order(rng, &c.order);
     c.alloc = bases_[0].alloc;
@@ -401,7 +403,6 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   c.recomputes = base.recomputes;
   c.dtr = base.dtr;
   c.dead_depth = base.dead_depth;
-  c.time_us = kInf;
   if (k < static_cast<int>(bases_.size())) {
     c.time_us = base.time_us;  // when make_bases() planned it (kInf: not yet)
     return;
