@@ -196,7 +196,8 @@ struct PlannerOptions {
   EvictionPolicy eviction = EvictionPolicy::kBelady;
   bool steady_state = true;  // keep persistent tensors resident across iterations
   // Passes after pass 0 that drop the tensors of R evicted on the way and
-  // try again, before the last one, which puts them back at the end.
+  // try again, before the last one, which puts them back at the end (the
+  // search uses 1: Note [Steady-state passes] in search/ga.h).
   int max_passes = 0;
   // A victim is preferred when the time since its last use (in op time along
   // the order) is at least threshold x the copy time its eviction enables.

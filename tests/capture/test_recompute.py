@@ -248,11 +248,18 @@ def check_batchnorm_recompute(cli, tmp):
           all(o.get("recompute_skips_updates") and len(o["updates"]) == 2 for o in bns),
           "the capture marks the 5 training batch norms recompute_skips_updates (format 1.3): "
           f"{sorted({o['type'] for o in bns})}")
-    plan, swap = plan_files(cli, graph, prefix, 0.5, 300)
-    steps = [g["ops"][s[1]] for s in read_json_gz(plan)["steps"] if s[0] == "recompute"]
-    n_bn = sum(1 for o in steps if o.get("recompute_skips_updates"))
-    print(f"  {len(steps)} recompute steps, {n_bn} of batch norms")
-    check(n_bn > 0, "the plan recomputes batch norms")
+    # Whether the search's best plan recomputes a batch norm at a given
+    # budget moves with the planner (at 50% it did until the steady state's
+    # pass between, Note [Steady-state passes]): the first budget of these
+    # whose plan does is the one checked.
+    for fraction in (0.5, 0.6, 0.3, 0.4):
+        plan, swap = plan_files(cli, graph, prefix, fraction, 300)
+        steps = [g["ops"][s[1]] for s in read_json_gz(plan)["steps"] if s[0] == "recompute"]
+        n_bn = sum(1 for o in steps if o.get("recompute_skips_updates"))
+        print(f"  at {fraction:.0%} of peak: {len(steps)} recompute steps, {n_bn} of batch norms")
+        if n_bn > 0:
+            break
+    check(n_bn > 0, "a plan recomputes batch norms")
     compared = trains_alike(cli, entry, prefix, graph, plan, swap, len(steps))
     stats = [n for n in compared if n.endswith("running_var")]
     check(len(stats) == 5, f"the running statistics are compared with eager's: {stats}")

@@ -100,7 +100,15 @@ TEST_P(GeneticSearchWith, NeverWorseThanTheSeedAndImprovesWhereItCan) {
     ASSERT_TRUE(r.sim.ok) << r.sim.error;
     EXPECT_EQ(r.plan.method, "swapadvisor");
     EXPECT_LE(r.sim.iteration_us, r.seed_us);
-    EXPECT_LT(r.sim.iteration_us, 0.97 * r.seed_us) << "graph " << graph_seed;
+    // Where the seed leaves room, the search finds it. The pass between
+    // (Note [Steady-state passes]) already takes some of that room from the
+    // seeds of graph 3 in the arena (613.6 -> 584.7 us, the search 586.2 ->
+    // 583.2), so the search's own gain is measured without it.
+    SearchOptions one_pass = evals(600, 2, 1, GetParam());
+    one_pass.planner.max_passes = 0;
+    const SearchResult r1 = p.run(one_pass);
+    ASSERT_TRUE(r1.sim.ok) << r1.sim.error;
+    EXPECT_LT(r1.sim.iteration_us, 0.97 * r1.seed_us) << "graph " << graph_seed;
     EXPECT_LE(r.plan.arena_bytes(), p.budget);
     EXPECT_TRUE(is_topological(p.df(), r.plan.order));
     // The history never gets worse and ends at the result.
