@@ -131,24 +131,27 @@
 // --------------------------
 // The planner's steady state (Note [Swap planning]) starts an iteration with
 // the persistent tensors that pass 0 left on the device (R) and copies back
-// at the end those of R that were evicted on the way. With no pass between,
-// R holds what merely happened to be resident when pass 0 ended: on the
-// LSTMs, the first layer's momentum, which is not read until that layer's
-// update at the very end, so it was written out at the start of the forward
-// pass (whose outbound link the activations already fill) and copied in
-// again after the last op, with nothing left to overlap (0.74 s after the
-// last compute step of a 17.9 s iteration of brnn-4-8k at batch 128). The
-// search's planner runs one pass between (PlannerOptions::max_passes = 1):
-// what it evicts leaves R, and the last pass copies back only what is
-// evicted again (0.27 s there). It costs a third walk where R shrinks (the
-// LSTMs: 1.2-1.5x the time per evaluation); with the same evaluations,
-// seed 1, rnn-8-8k at batch 128 went from 77.6% to 81.2% of ideal (seeds 2
-// and 3: 78.2 -> 82.2, 78.6 -> 81.7), brnn-4-8k at 64 63.5 -> 68.6 (seeds
-// 2 and 3: 64.6 -> 60.5, 61.5 -> 62.8), captured ResNet-50 at 20% 56.0 ->
-// 58.7, BERT-large at 40% 88.3 -> 89.4; NASNet-25,
-// Inception-v4 and EfficientNet-B0 the same; WResNet-152-10 at 32 within
-// its seeds' spread (-4.9 to +2.8 points over four seeds, 72-81%). The
-// baselines plan with no pass between, as before.
+// at the end those of R that were evicted on the way. With no pass between, R
+// holds what merely happened to be resident when pass 0 ended: on the LSTMs,
+// the first layer's momentum, which is not read until that layer's update at
+// the very end, so it was written out at the start of the forward pass (whose
+// outbound link the activations already fill) and copied in again after the
+// last op, with nothing left to overlap (0.74 s after the last compute step
+// of a 17.9 s iteration of brnn-4-8k at batch 128). The search's planner runs
+// one pass between (PlannerOptions::max_passes = 1): what it evicts leaves R,
+// and the last pass copies back only what is evicted again (0.27 s there). It
+// costs a third walk where R shrinks (the LSTMs: 1.2-1.5x the time per
+// evaluation), and it can move the search to slower candidates: on
+// WResNet-152-10 at batch 16, placed ones now win over slot layouts and plan
+// in 30 ms against 4, so a 20 s search evaluates 8x fewer (1,341 against
+// 10,885: 58.1% of ideal against 63.0%; with 600 evaluations each, 58.0
+// against 56.8%). With the same evaluations, seed 1, rnn-8-8k at batch 128
+// went from 77.6% to 81.2% of ideal (seeds 2 and 3: 78.2 -> 82.2, 78.6 ->
+// 81.7), brnn-4-8k at 64 63.5 -> 68.6 (seeds 2 and 3: 64.6 -> 60.5, 61.5 ->
+// 62.8), captured ResNet-50 at 20% 56.0 -> 58.7, BERT-large at 40% 88.3 ->
+// 89.4; NASNet-25, Inception-v4 and EfficientNet-B0 the same; WResNet-152-10
+// at 32 within its seeds' spread (-4.9 to +2.8 points over four seeds,
+// 72-81%). The baselines plan with no pass between, as before.
 
 #include <cstdint>
 #include <span>

@@ -177,8 +177,8 @@ TEST(SwapPlanner, SteadyStateKeepsPersistentTensorsResident) {
 //   op0: y = f(w, x)   op1: z = g(y)   op2: gw = h(z, x, w)   op3: w, m += u(gw)
 // No pass between: at op1, z evicts x (a drop: free at once; m's swap-out
 // could not finish in time); x comes back for op2 in m's object, after m is
-// written out; m comes back for op3, into x's, so at the end it is written
-// out and copied into its own object again:
+// written out; m comes back for op3 into z's (dead after op2), so at the
+// end it is written out and copied into its own object again:
 //   h2d   in x [0,10)  in x [11,21)  in m [22,32)            in m [43,53)
 //   comp            C0 [10,11) C1 [11,12)  C2 [21,22)  C3 [32,33)
 //   d2h   out m [0,10)                                  out m [33,43)
@@ -204,8 +204,8 @@ TEST(SwapPlanner, APassBetweenDropsFromTheResidentSetWhatTheIterationEvicts) {
   Simulator sim;
   auto resident = [](const Plan& p) {
     std::vector<TensorId> r;
-    for (const ResidentTensor& x : p.initial_resident)
-      r.push_back(x.tensor);
+    for (const ResidentTensor& rt : p.initial_resident)
+      r.push_back(rt.tensor);
     std::sort(r.begin(), r.end());
     return r;
   };
