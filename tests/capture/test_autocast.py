@@ -19,6 +19,7 @@ Exit status 77 (CTest's SKIP_RETURN_CODE) without torch.
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -86,10 +87,20 @@ def main():
         slow, fast = ideal_us(a.cli, graph, plain), ideal_us(a.cli, graph, tensor)
         check(fast < slow / 2, f"BF16 ops run at bf16_tflops: ideal {fast:.2f} us with it, "
                                f"{slow:.2f} us without")
-        replay = must([sys.executable, CAPTURE, "replay", bf16, "--iterations", "2"], "replay")
-        eager = json.loads(must([sys.executable, CAPTURE, "eager", ENTRY, "--iterations", "2",
-                                 "--autocast", "bf16", "--json"], "eager --autocast bf16"))
-        got = [float(line.split()[-1]) for line in replay.splitlines() if "loss" in line]
+        # Torch 2.6's own BF16 CPU run of this net gives a NaN loss at the
+        # second iteration now and then when other processes load the
+        # machine: in stop 23's CI the replay once, and run side by side
+        # three at a time, in 3 of 6 pairs (the replay or plain eager, on one
+        # thread or many; never in 12 eager runs side by side). Not ours to
+        # mend here: a pair with a NaN is said and run again, up to 10 times.
+        for attempt in range(10):
+            replay = must([sys.executable, CAPTURE, "replay", bf16, "--iterations", "2"], "replay")
+            eager = json.loads(must([sys.executable, CAPTURE, "eager", ENTRY, "--iterations", "2",
+                                     "--autocast", "bf16", "--json"], "eager --autocast bf16"))
+            got = [float(line.split()[-1]) for line in replay.splitlines() if "loss" in line]
+            if not any(math.isnan(x) for x in got + eager["losses"]):
+                break
+            print(f"torch gave a NaN loss (replay {got}, eager {eager['losses']}): run again")
         check(got == eager["losses"], f"replay losses {got} == eager autocast {eager['losses']}")
     return verdict()
 
