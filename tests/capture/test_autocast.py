@@ -89,11 +89,12 @@ def main():
                                f"{slow:.2f} us without")
         # Torch 2.6's own BF16 CPU run of this net gives a NaN loss at the
         # second iteration now and then when other processes load the
-        # machine: in stop 23's CI the replay once, and run side by side
-        # three at a time, in 3 of 6 pairs (the replay or plain eager, on one
-        # thread or many; never in 12 eager runs side by side). Not ours to
-        # mend here: a pair with a NaN is said and run again, up to 10 times.
-        for attempt in range(10):
+        # machine: in stop 23's CI the replay once (many threads), and with
+        # three of this test side by side on one thread, 3 of 6 pairs (the
+        # replay or plain eager; never in 12 eager runs side by side). Not
+        # ours to mend here: a pair with a NaN is said and run again, up to
+        # 10 times.
+        for _ in range(10):
             replay = must([sys.executable, CAPTURE, "replay", bf16, "--iterations", "2"], "replay")
             eager = json.loads(must([sys.executable, CAPTURE, "eager", ENTRY, "--iterations", "2",
                                      "--autocast", "bf16", "--json"], "eager --autocast bf16"))
