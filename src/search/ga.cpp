@@ -179,7 +179,8 @@ std::vector<ClassId> merge_by_ratio(const SizeTable& t, double ratio) {
 
 class Search {
  public:
-  explicit Search(Context& ctx) : ctx_(ctx), opt_(ctx.opt), m_(ctx.pb.graph.num_ops()) {
+  explicit Search(Context& ctx)
+      : ctx_(ctx), opt_(ctx.opt), m_(ctx.pb.graph.num_ops()), recompute_(opt_.recompute) {
     for (int i = 0; i < std::max(1, opt_.threads); ++i)
       workers_.push_back(std::make_unique<Worker>(ctx_));
     start_ = last_report_ = Clock::now();
@@ -213,6 +214,7 @@ class Search {
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
   void make_bases();
+  void keep_recompute_if_it_pays(size_t swap_only);
   void repair_seed(Candidate& c);
   void make_initial(Worker& w, int k, Rng& rng, Candidate& c);
   void make_child(Worker& w, int gen, int k, Candidate& c);
@@ -227,6 +229,7 @@ class Search {
   Context& ctx_;
   const SearchOptions& opt_;
   const int m_;
+  bool recompute_;  // Note [Recompute genes]; false also when no seed gains by it
   std::vector<std::unique_ptr<Worker>> workers_;
   Clock::time_point start_, deadline_, last_report_;
   bool tty_ = false, reported_ = false;
@@ -327,7 +330,27 @@ void Search::make_bases() {
         last_us = twin.time_us;
       }
     }
+    keep_recompute_if_it_pays(swap_only);
   }
+}
+
+// Note [Recompute genes]: where no twin plans faster than the fastest
+// swap-only seed, the search is the swap-only search (same seeds, same
+// random draws, so the same plan for the same evaluations).
+void Search::keep_recompute_if_it_pays(size_t swap_only) {
+  // Planned here rather than in generation 0 (which takes their times).
+  parallel_for(workers_, static_cast<int>(swap_only), nullptr,
+               [&](Worker& w, int b) { bases_[b].time_us = w.evaluate(bases_[b]); });
+  double best_swap = kInf, best_recompute = kInf;
+  for (size_t b = 0; b < bases_.size(); ++b) {
+    double& best = b < swap_only ? best_swap : best_recompute;
+    best = std::min(best, bases_[b].time_us);
+  }
+  if (best_recompute < best_swap) return;
+  recompute_ = false;
+  bases_.resize(swap_only);
+  for (Candidate& c : bases_)
+    c.recompute.clear();
 }
 
 // Note [Recompute repair]: a seed whose recomputes do not fit after the
@@ -379,8 +402,8 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   if (k >= n - num_random) {
     w.sched.random_order(rng, &c.order);
     c.alloc = bases_[0].alloc;
-    c.recomputes = opt_.recompute && rng.chance(0.5);
-    if (opt_.recompute) c.recompute = c.recomputes ? ctx_.cheap : std::vector<uint8_t>(m_, 0);
+    c.recomputes = recompute_ && rng.chance(0.5);
+    if (recompute_) c.recompute = c.recomputes ? ctx_.cheap : std::vector<uint8_t>(m_, 0);
     c.dtr = false;
     c.dead_depth = 1;
     if (!ctx_.slots) {
@@ -445,7 +468,7 @@ void Search::make_child(Worker& w, int gen, int k, Candidate& c) {
   const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
   w.sched.mutate(crossed, p, rng.chance(0.5), rng, &c.order);
   // Recompute genes: one-point crossover at the schedule's cut, then flips.
-  if (opt_.recompute) {
+  if (recompute_) {
     const Candidate& first = k % 2 == 0 ? p1 : p2;
     const Candidate& second = k % 2 == 0 ? p2 : p1;
     c.recompute.assign(first.recompute.begin(), first.recompute.begin() + pr.cut);
@@ -456,10 +479,10 @@ void Search::make_child(Worker& w, int gen, int k, Candidate& c) {
   // Arena: one parent's layout (packed ones are seeds only: their children
   // are placed), switched now and then.
   c.layout = k % 2 == 0 ? p1.layout : p2.layout;
-  c.dtr = opt_.recompute && (k % 2 == 0 ? p1.dtr : p2.dtr);
+  c.dtr = recompute_ && (k % 2 == 0 ? p1.dtr : p2.dtr);
   c.dead_depth = k % 2 == 0 ? p1.dead_depth : p2.dead_depth;
-  c.recomputes = opt_.recompute && (k % 2 == 0 ? p1.recomputes : p2.recomputes);
-  if (opt_.recompute && rng.chance(kMasterFlip)) c.recomputes = !c.recomputes;
+  c.recomputes = recompute_ && (k % 2 == 0 ? p1.recomputes : p2.recomputes);
+  if (recompute_ && rng.chance(kMasterFlip)) c.recomputes = !c.recomputes;
   if (c.layout == Layout::kPacked) c.layout = Layout::kPlaced;
   if (ctx_.arena() && ctx_.slots && rng.chance(kLayoutFlip))
     c.layout = c.layout == Layout::kPlaced ? Layout::kSlots : Layout::kPlaced;

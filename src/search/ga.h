@@ -126,6 +126,17 @@
 // swap-only search in bench/recompute) the search spent most of its
 // evaluations on worse variants of swap-only plans, and evaluated each
 // more slowly (a recompute plan may be planned again to repair it).
+//
+// Where no twin plans faster than the fastest swap-only seed, the search
+// drops its twins and is the swap-only search (same seeds, same random
+// draws: the same plan for the same evaluations), since a search that
+// still explored recomputation there spent its evaluations on what the
+// seeds already said does not pay: on the captured LSTM LM at 40% of its
+// peak (nothing in an LSTM step runs again cheaply), bench/recompute's
+// 5 s searches with recomputation were 0.1 and 1.2 points of ideal under
+// the swap-only ones on v100 and H100 (seed 1), and are now level with
+// them. Of bench/recompute's graphs only that one falls back; of Fig. 6's,
+// brnn-4-8k (its twins 0.2-1.5 points under its seeds).
 
 // Note [Steady-state passes]
 // --------------------------

@@ -150,7 +150,9 @@ struct Planned {
 
 // The ideal plan (no swaps) of the 4-rank graph, simulated.
 Planned plan_four_ranks() {
-  Planned r{data_parallel_graph(two_param_graph(), {.ranks = 4}, link_device()), link_device()};
+  Planned r;
+  r.g = data_parallel_graph(two_param_graph(), {.ranks = 4}, link_device());
+  r.d = link_device();
   const Problem pb(r.g, r.d, int64_t{1} << 30);
   MethodResult m = run_method("ideal", pb, {});
   EXPECT_TRUE(m.feasible) << m.why;

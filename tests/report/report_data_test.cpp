@@ -151,6 +151,7 @@ TEST(ReportSweep, EveryFieldOfTheSweep) {
   s.points = {{.budget = 10, .feasible = false, .why = "below the largest op's 20 B"},
               {.budget = 20,
                .feasible = true,
+               .why = {},
                .iteration_us = 59,
                .throughput = 21.0 / 59,
                .swap_in_bytes = 34,
@@ -158,6 +159,7 @@ TEST(ReportSweep, EveryFieldOfTheSweep) {
                .search_seconds = 0.5},
               {.budget = 30,
                .feasible = true,
+               .why = {},
                .iteration_us = 21,
                .throughput = 1,
                .search_seconds = 0.25}};
