@@ -346,7 +346,14 @@ void Search::keep_recompute_if_it_pays(size_t swap_only) {
     double& best = b < swap_only ? best_swap : best_recompute;
     best = std::min(best, bases_[b].time_us);
   }
-  if (best_recompute < best_swap) return;
+  const bool pays = best_recompute < best_swap;
+  if (opt_.progress) {
+    const auto pct = [&](double t) { return t < kInf ? 100 * ideal_ / t : 0.0; };
+    std::fprintf(stderr, "search: seeds %.1f%% of ideal swapping only, %.1f%% recomputing%s\n",
+                 pct(best_swap), pct(best_recompute),
+                 pays ? "" : ": recomputation does not pay, searching swap-only plans");
+  }
+  if (pays) return;
   recompute_ = false;
   bases_.resize(swap_only);
   for (Candidate& c : bases_)

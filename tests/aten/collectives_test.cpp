@@ -49,7 +49,9 @@ TEST(AtenCollectives, ProgramKeepsTheCapturedOpsAndViewsEachGradientWhole) {
   for (OpId o = 0; o < g.num_ops(); ++o) {
     if (!is_collective(g.ops[o])) {
       EXPECT_EQ(p.ops[o].qualname, c.p.ops[next].qualname) << "op " << o;
-      if (static_cast<OpId>(next) == c.p.loss_after_op) EXPECT_EQ(p.loss_after_op, o);
+      if (static_cast<OpId>(next) == c.p.loss_after_op) {
+        EXPECT_EQ(p.loss_after_op, o);
+      }
       ++next;
       continue;
     }

@@ -27,21 +27,22 @@ std::string describe(const Plan& p) {
     if (!s.empty()) s += " ";
     switch (st.kind) {
       case StepKind::kCompute:
-        s += "C" + std::to_string(st.subject);
+        s += "C";
         break;
       case StepKind::kRecompute:
-        s += "R" + std::to_string(st.subject);
+        s += "R";
         break;
       case StepKind::kSwapIn:
-        s += "in" + std::to_string(st.subject);
+        s += "in";
         break;
       case StepKind::kSwapOut:
-        s += "out" + std::to_string(st.subject);
+        s += "out";
         break;
       case StepKind::kDrop:
-        s += "drop" + std::to_string(st.subject);
+        s += "drop";
         break;
     }
+    s += std::to_string(st.subject);  // apart: g++ 12 warns (-Wrestrict) on "C" + to_string(...)
   }
   return s;
 }

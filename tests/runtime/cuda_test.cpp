@@ -38,7 +38,7 @@ TEST(RuntimeCuda, CopiesAndChecksumsMatchTheHost) {
   Buffer host = b->alloc_host(bytes);
   Buffer back = b->alloc_host(bytes);
   synthetic::init_buffer(host.data(), bytes, 11);
-  b->load_kernels(KernelTable{{}, {0}, {}, 0}, dev.data(), 1);
+  b->load_kernels(KernelTable{{}, {0}, {}, 0, {}}, dev.data(), 1);
   auto copied = b->create_event();
   b->copy_h2d(dev.data() + 1, host.data(), bytes);  // an unaligned object
   b->record(Stream::kH2D, *copied);

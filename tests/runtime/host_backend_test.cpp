@@ -35,7 +35,7 @@ TEST(RuntimeHostBackend, EventsOrderStreams) {
   Buffer dev = b->alloc_device(bytes);
   Buffer host = b->alloc_host(bytes);
   synthetic::init_buffer(host.data(), bytes, 42);
-  b->load_kernels(KernelTable{{}, {0}, {}, 0}, dev.data(), 1);
+  b->load_kernels(KernelTable{{}, {0}, {}, 0, {}}, dev.data(), 1);
   auto copied = b->create_event();
   b->copy_h2d(dev.data(), host.data(), bytes);
   b->record(Stream::kH2D, *copied);
@@ -102,7 +102,7 @@ TEST(RuntimeHostBackend, ALateOpIsMadeUpByTheNext) {
   };
   auto b = make_host_backend(o);
   Buffer dev = b->alloc_device(64);
-  b->load_kernels(KernelTable{{}, {0, 0, 0}, {}, 0}, dev.data(), 1);
+  b->load_kernels(KernelTable{{}, {0, 0, 0}, {}, 0, {}}, dev.data(), 1);
   auto begin = b->create_event();
   auto end = b->create_event();
   b->record(Stream::kCompute, *begin);
@@ -120,7 +120,7 @@ TEST(RuntimeHostBackend, ALateOpIsMadeUpByTheNext) {
 TEST(RuntimeHostBackend, AnOpIssuedLateTakesItsWholeDuration) {
   auto b = make_host_backend({});
   Buffer dev = b->alloc_device(64);
-  b->load_kernels(KernelTable{{}, {0, 0}, {}, 0}, dev.data(), 1);
+  b->load_kernels(KernelTable{{}, {0, 0}, {}, 0, {}}, dev.data(), 1);
   b->launch_op(0, 1000);
   b->synchronize();
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
