@@ -30,7 +30,10 @@ struct Loc {
   std::string str() const {
     std::string s;
     if (array) s = fmt::format("{}[{}]", array, index);
-    if (field) s += (s.empty() ? "" : ".") + std::string(field);
+    if (field) {
+      if (!s.empty()) s += '.';
+      s += field;  // (not "." + std::string(field): g++ 12 warns, -Wrestrict)
+    }
     if (sub >= 0) s += fmt::format("[{}]", sub);
     return s.empty() ? "(document)" : s;
   }

@@ -153,7 +153,7 @@ Graph build_lstm(const BuildContext& c, int layers, int64_t hidden, bool bidirec
 
   Lstm lstm(b, n, h);
   for (int l = 0; l < layers; ++l) {
-    const std::string suffix = "l" + std::to_string(l);
+    const std::string suffix = fmt::format("l{}", l);  // ("l" + to_string: g++ 12 -Wrestrict)
     std::vector<Var> fwd = lstm.layer(suffix, inputs, false);
     std::vector<Var> bwd;
     if (bidirectional) bwd = lstm.layer(suffix + "_reverse", inputs, true);
