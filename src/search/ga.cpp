@@ -212,6 +212,8 @@ class Search {
     return static_cast<int>(std::min<int64_t>(want, opt_.max_evaluations - evaluations_));
   }
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  // An iteration time as % of ideal (0 for a candidate that does not plan).
+  double pct_of_ideal(double t_us) const { return t_us < kInf ? 100 * ideal_ / t_us : 0.0; }
 
   void make_bases();
   void keep_recompute_if_it_pays(size_t swap_only);
@@ -348,9 +350,8 @@ void Search::keep_recompute_if_it_pays(size_t swap_only) {
   }
   const bool pays = best_recompute < best_swap;
   if (opt_.progress) {
-    const auto pct = [&](double t) { return t < kInf ? 100 * ideal_ / t : 0.0; };
     std::fprintf(stderr, "search: seeds %.1f%% of ideal swapping only, %.1f%% recomputing%s\n",
-                 pct(best_swap), pct(best_recompute),
+                 pct_of_ideal(best_swap), pct_of_ideal(best_recompute),
                  pays ? "" : ": recomputation does not pay, searching swap-only plans");
   }
   if (pays) return;
@@ -577,7 +578,7 @@ void Search::report(int gen, bool last) {
   const double t = best_time();
   std::string line = fmt::format(
       "search: generation {}  {} evaluations  {:.0f}/s  best {:.3f} ms  {:.1f}% of ideal", gen,
-      evaluations_, secs > 0 ? evaluations_ / secs : 0.0, t / 1e3, t < kInf ? 100 * ideal_ / t : 0);
+      evaluations_, secs > 0 ? evaluations_ / secs : 0.0, t / 1e3, pct_of_ideal(t));
   if (tty_)
     std::fprintf(stderr, "\r%s\x1b[K%s", line.c_str(), last ? "\n" : "");
   else
