@@ -22,8 +22,11 @@ if(SA_HAVE_TORCH)
   # libtorch's headers are not warning-clean under -Wextra
   target_compile_options(swapadvisor_aten PRIVATE -Wno-unused-parameter -Wno-missing-field-initializers
                                                   -Wno-deprecated-declarations)
-  target_compile_definitions(swapadvisor_core
-                             PRIVATE SA_ATEN_PLUGIN_PATH="${PROJECT_BINARY_DIR}/libswapadvisor_aten.so")
+  # On the one file that reads it: a build-tree path in every core file's
+  # flags would make each checkout's objects differ (no compiler cache hits).
+  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/aten_loader.cpp TARGET_DIRECTORY swapadvisor_core
+                              PROPERTIES COMPILE_DEFINITIONS
+                              SA_ATEN_PLUGIN_PATH="${PROJECT_BINARY_DIR}/libswapadvisor_aten.so")
   if(SA_TORCH_CUDA)
     # Note [ATen on CUDA]: the stream hand-over and the placing allocator.
     target_sources(swapadvisor_aten PRIVATE ${CMAKE_CURRENT_LIST_DIR}/aten_cuda.cpp)
