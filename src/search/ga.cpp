@@ -98,21 +98,41 @@ struct Worker {
   }
 
   // The candidate's iteration time (kInf when it does not plan); *planned:
-  // what the planner said.
+  // what the planner said. The fastest plan this worker made is kept with
+  // its candidate, so the search need not plan its best again at the end
+  // (one evaluation of a big graph takes seconds: Note [Search time]).
   double evaluate(const Candidate& x, PlanResult* planned = nullptr) {
+    const auto t0 = Clock::now();
     PlanResult local;
     PlanResult& r = planned ? *planned : local;
     r = plan_candidate(x, &plan);
-    if (!r.ok) return kInf;
-    if (r.simulation) return r.simulation->ok ? r.simulation->iteration_us : kInf;
-    const SimResult sr = sim.run(ctx.pb.graph, plan, ctx.pb.op_us, ctx.pb.device);
-    return sr.ok ? sr.iteration_us : kInf;
+    double t = kInf;
+    if (r.ok && r.simulation) {
+      t = r.simulation->ok ? r.simulation->iteration_us : kInf;
+    } else if (r.ok) {
+      const SimResult sr = sim.run(ctx.pb.graph, plan, ctx.pb.op_us, ctx.pb.device);
+      t = sr.ok ? sr.iteration_us : kInf;
+    }
+    if (t < best_us) {
+      best_us = t;
+      best_plan = plan;
+      best_candidate = x;
+      best_candidate.time_us = t;
+    }
+    slowest_s = std::max(slowest_s, std::chrono::duration<double>(Clock::now() - t0).count());
+    ++count;
+    return t;
   }
 
   const Context& ctx;
   SwapPlanner planner;
   Simulator sim;
   Plan plan;
+  double best_us = kInf;  // the fastest of this worker's evaluations
+  Plan best_plan;         // its plan
+  Candidate best_candidate;
+  double slowest_s = 0;  // the longest of this worker's evaluations, in seconds
+  int64_t count = 0;     // this worker's evaluations
   Scheduler sched;
   AllocOps alloc_ops;
   std::vector<OpId> o1, o2;
@@ -122,9 +142,11 @@ struct Worker {
 
 // Runs f(worker, k) for k in [0, count) on one thread per worker; stops
 // taking new items after the deadline. Returns which items ran.
+// With first_always, item 0 runs whatever the deadline.
 template <typename F>
 std::vector<uint8_t> parallel_for(std::vector<std::unique_ptr<Worker>>& workers, int count,
-                                  const Clock::time_point* deadline, F&& f) {
+                                  const Clock::time_point* deadline, F&& f,
+                                  bool first_always = false) {
   std::vector<uint8_t> ran(count, 0);
   std::atomic<int> next{0};
   std::exception_ptr error;
@@ -133,7 +155,7 @@ std::vector<uint8_t> parallel_for(std::vector<std::unique_ptr<Worker>>& workers,
     for (;;) {
       const int k = next.fetch_add(1);
       if (k >= count) return;
-      if (deadline && Clock::now() >= *deadline) return;
+      if (deadline && Clock::now() >= *deadline && !(first_always && k == 0)) return;
       try {
         f(w, k);
         ran[k] = 1;
@@ -216,8 +238,11 @@ class Search {
   double pct_of_ideal(double t_us) const { return t_us < kInf ? 100 * ideal_ / t_us : 0.0; }
 
   void make_bases();
+  void plan_seeds();
   void keep_recompute_if_it_pays(size_t swap_only);
-  void repair_seed(Candidate& c);
+  void repair_seed(Worker& w, Candidate& c);
+  bool out_of_time() const { return opt_.time_budget_s > 0 && Clock::now() >= deadline_; }
+  void take_best(SearchResult& result);
   void make_initial(Worker& w, int k, Rng& rng, Candidate& c);
   void make_child(Worker& w, int gen, int k, Candidate& c);
   void mutate_alloc(Worker& w, Rng& rng, Allocation& a);
@@ -235,7 +260,11 @@ class Search {
   std::vector<std::unique_ptr<Worker>> workers_;
   Clock::time_point start_, deadline_, last_report_;
   bool tty_ = false, reported_ = false;
+  int reported_gen_ = -1;
+  int64_t reported_evaluations_ = -1;
   double ideal_ = 0;
+  double seeds_seconds_ = 0;  // planning the seeds took
+  bool seeds_cut_ = false;    // the time budget ended before every seed was planned
   int64_t evaluations_ = 0;
   std::vector<Candidate> bases_;  // the seeds of generation 0
   std::vector<Candidate> pop_, kids_;
@@ -294,61 +323,129 @@ void Search::make_bases() {
       }
     }
   }
-  if (opt_.recompute) {
-    const size_t swap_only = bases_.size();
-    for (size_t b = 0; b < swap_only; ++b) {
-      bases_[b].recompute.assign(m_, 0);
-      Candidate twin = bases_[b];
-      twin.recompute = ctx_.cheap;
-      twin.recomputes = true;
-      if (twin.layout == Layout::kPacked) continue;
-      if (ctx_.stateless != ctx_.cheap) {  // batch norms marked recompute_skips_updates
-        Candidate stateless = twin;
-        stateless.recompute = ctx_.stateless;
-        repair_seed(stateless);
-        bases_.push_back(std::move(stateless));
-      }
-      repair_seed(twin);
-      bases_.push_back(std::move(twin));
-    }
-    // And each order evicting as DTR does, every op that may run again
-    // allowed (the dtr baseline's plan in program order).
-    for (size_t b = 0; b < swap_only; ++b) {
-      if (bases_[b].layout != Layout::kPlaced) continue;
-      Candidate twin = bases_[b];
-      twin.recompute = ctx_.eligible;
-      twin.recomputes = true;
-      twin.dtr = true;
-      // Only the twins that plan, planned once here (a base that does not
-      // plan takes its share of generation 0 from those that do: the RNNs',
-      // whose momentum DTR may not evict, fell from 66-68% of ideal to
-      // 58-60% with a second such twin); a depth whose plan takes the time
-      // of the one before is taken for the same plan and not seeded again.
-      double last_us = kInf;
-      for (int depth : kDtrDepths) {
-        twin.dead_depth = depth;
-        twin.time_us = workers_[0]->evaluate(twin);
-        if (twin.time_us < kInf && twin.time_us != last_us) bases_.push_back(twin);
-        last_us = twin.time_us;
-      }
-    }
-    keep_recompute_if_it_pays(swap_only);
+  plan_seeds();
+}
+
+// Note [Search time]: the seeds are planned as tasks in this order, each
+// base's swap-only plan, then its DTR twins, then its cheap twins, over the
+// workers and within the time budget (the first task whatever it is); then
+// gathered into bases_ in the order generation 0 takes them (swap-only
+// bases, cheap twins, DTR twins), the same whichever tasks ran first.
+void Search::plan_seeds() {
+  const size_t swap_only = bases_.size();
+  if (opt_.recompute)
+    for (Candidate& b : bases_)
+      b.recompute.assign(m_, 0);
+  const std::vector<Candidate> proto = bases_;  // the tasks' twins copy these
+  enum class Kind : uint8_t { kSwapOnly, kDtr, kCheap };
+  struct Task {
+    Kind kind;
+    size_t b;
+  };
+  std::vector<Task> tasks;
+  for (size_t b = 0; b < swap_only; ++b) {
+    tasks.push_back({Kind::kSwapOnly, b});
+    if (!opt_.recompute) continue;
+    // Note [Recompute genes]: each base has a twin recomputing the cheap
+    // ops (none for packed layouts), and each placed base DTR twins.
+    if (proto[b].layout == Layout::kPlaced) tasks.push_back({Kind::kDtr, b});
+    if (proto[b].layout != Layout::kPacked) tasks.push_back({Kind::kCheap, b});
+  }
+  std::vector<std::vector<Candidate>> twins(swap_only), dtr_twins(swap_only);
+  if (opt_.progress) {
+    std::fprintf(stderr, "search: planning %zu seeds on %zu threads\n", tasks.size(),
+                 workers_.size());
+    std::fflush(stderr);
+  }
+  const auto ran = parallel_for(
+      workers_, static_cast<int>(tasks.size()), deadline(),
+      [&](Worker& w, int k) {
+        const Task& t = tasks[k];
+        if (t.kind == Kind::kSwapOnly) {
+          bases_[t.b].time_us = w.evaluate(bases_[t.b]);
+        } else if (t.kind == Kind::kCheap) {
+          Candidate twin = proto[t.b];
+          twin.recompute = ctx_.cheap;
+          twin.recomputes = true;
+          if (ctx_.stateless != ctx_.cheap) {  // batch norms marked recompute_skips_updates
+            Candidate stateless = twin;
+            stateless.recompute = ctx_.stateless;
+            repair_seed(w, stateless);
+            twins[t.b].push_back(std::move(stateless));
+          }
+          repair_seed(w, twin);
+          twins[t.b].push_back(std::move(twin));
+        } else {
+          // Every op that may run again allowed (the dtr baseline's plan in
+          // program order). Only the twins that plan are seeded (a base
+          // that does not plan takes its share of generation 0 from those
+          // that do: the RNNs', whose momentum DTR may not evict, fell from
+          // 66-68% of ideal to 58-60% with a second such twin); a depth
+          // whose plan takes the time of the one before is taken for the
+          // same plan and not seeded again.
+          Candidate twin = proto[t.b];
+          twin.recompute = ctx_.eligible;
+          twin.recomputes = true;
+          twin.dtr = true;
+          double last_us = kInf;
+          for (int depth : kDtrDepths) {
+            if (out_of_time()) break;
+            twin.dead_depth = depth;
+            twin.time_us = w.evaluate(twin);
+            if (twin.time_us < kInf && twin.time_us != last_us) dtr_twins[t.b].push_back(twin);
+            last_us = twin.time_us;
+          }
+        }
+      },
+      /*first_always=*/true);
+  for (auto& ts : twins)
+    for (Candidate& c : ts)
+      bases_.push_back(std::move(c));
+  for (auto& ts : dtr_twins)
+    for (Candidate& c : ts)
+      bases_.push_back(std::move(c));
+  seeds_seconds_ = elapsed();
+  seeds_cut_ = std::count(ran.begin(), ran.end(), 0) > 0 || out_of_time();
+  // Cut short, the search ends with the seeds: its evaluations are theirs
+  // (twins' repairs and DTR depths included), not generation 0's count.
+  if (seeds_cut_)
+    for (const auto& w : workers_)
+      evaluations_ += w->count;
+  if (opt_.recompute) keep_recompute_if_it_pays(swap_only);
+  if (seeds_cut_ && opt_.progress) {
+    double slowest = 0;
+    for (const auto& w : workers_)
+      slowest = std::max(slowest, w->slowest_s);
+    const auto planned = std::count_if(bases_.begin(), bases_.end(),
+                                       [](const Candidate& c) { return c.time_us < kInf; });
+    std::fprintf(stderr,
+                 "search: %s: returning the best of the %td seeds that plan, without searching\n",
+                 slowest > opt_.time_budget_s
+                     ? fmt::format("one evaluation takes {:.1f} s, more than the time budget of "
+                                   "{:g} s",
+                                   slowest, opt_.time_budget_s)
+                           .c_str()
+                     : fmt::format("planning the seeds took {:.1f} s, the whole time budget of "
+                                   "{:g} s",
+                                   seeds_seconds_, opt_.time_budget_s)
+                           .c_str(),
+                 planned);
+    std::fflush(stderr);
   }
 }
 
 // Note [Recompute genes]: where no twin plans faster than the fastest
 // swap-only seed, the search is the swap-only search (same seeds, same
-// random draws, so the same plan for the same evaluations).
+// random draws, so the same plan for the same evaluations). Only decided
+// when every seed was planned: seeds cut short by the time budget say
+// nothing about the ones that were not.
 void Search::keep_recompute_if_it_pays(size_t swap_only) {
-  // Planned here rather than in generation 0 (which takes their times).
-  parallel_for(workers_, static_cast<int>(swap_only), nullptr,
-               [&](Worker& w, int b) { bases_[b].time_us = w.evaluate(bases_[b]); });
   double best_swap = kInf, best_recompute = kInf;
   for (size_t b = 0; b < bases_.size(); ++b) {
     double& best = b < swap_only ? best_swap : best_recompute;
     best = std::min(best, bases_[b].time_us);
   }
-  const bool pays = best_recompute < best_swap;
+  const bool pays = best_recompute < best_swap || seeds_cut_;
   if (opt_.progress) {
     std::fprintf(stderr, "search: seeds %.1f%% of ideal swapping only, %.1f%% recomputing%s\n",
                  pct_of_ideal(best_swap), pct_of_ideal(best_recompute),
@@ -368,9 +465,9 @@ void Search::keep_recompute_if_it_pays(size_t swap_only) {
 // the planner's repairs, and only with some random seeds did a mutated copy
 // fit: 22.5% of ideal in 5 s with seed 1, 12.9% with seed 3; now 24.3%
 // with both).
-void Search::repair_seed(Candidate& c) {
-  Worker& w = *workers_[0];
+void Search::repair_seed(Worker& w, Candidate& c) {
   for (int k = 0; k < kSeedRepairs; ++k) {
+    if (k > 0 && out_of_time()) return;
     PlanResult r;
     c.time_us = w.evaluate(c, &r);
     if (r.ok) return;
@@ -572,8 +669,13 @@ void Search::report(int gen, bool last) {
   if (!opt_.progress) return;
   const auto now = Clock::now();
   if (!last && reported_ && now - last_report_ < std::chrono::seconds(1)) return;
+  // The closing line repeats nothing a log already has.
+  if (last && !tty_ && reported_ && gen == reported_gen_ && evaluations_ == reported_evaluations_)
+    return;
   last_report_ = now;
   reported_ = true;
+  reported_gen_ = gen;
+  reported_evaluations_ = evaluations_;
   const double secs = elapsed();
   const double t = best_time();
   std::string line = fmt::format(
@@ -599,18 +701,19 @@ SearchResult Search::run() {
       make_initial(w, k, rng, pop_[k]);
       if (!(pop_[k].time_us < kInf)) pop_[k].time_us = w.evaluate(pop_[k]);
     });
+    // A seed that did not run in generation 0 keeps the time it was planned
+    // with (Note [Search time]); the program order's was always planned.
     for (int k = 0; k < n; ++k)
-      if (k >= count || !ran[k]) {
+      if (k < count && ran[k]) {
+        ++evaluations_;
+      } else if (k < static_cast<int>(bases_.size())) {
+        pop_[k] = bases_[k];
+        if (k == 0 && !seeds_cut_) ++evaluations_;
+      } else {
         pop_[k] = bases_[0];
         pop_[k].time_us = kInf;
-      } else {
-        ++evaluations_;
       }
-    if (ran.empty() || !ran[0]) {  // not even the seed ran within the time budget
-      pop_[0].time_us = workers_[0]->evaluate(pop_[0]);
-      ++evaluations_;
-    }
-    result.seed_us = pop_[0].time_us;
+    result.seed_us = bases_[0].time_us;
     history_.push_back(best_time());
     report(0, false);
   }
@@ -638,26 +741,61 @@ SearchResult Search::run() {
   }
   report(gen, true);
 
-  // Re-plan the best with the full simulation.
-  const Candidate& b = best();
-  Worker& w = *workers_[0];
-  if (!(b.time_us < kInf)) {
-    const PlanResult seed = w.plan_candidate(bases_[0], &result.plan);
-    throw Error(fmt::format("no plan found within the budget of {} bytes in {} evaluations{}",
-                            ctx_.pb.budget, evaluations_,
-                            seed.ok ? "" : ": the program order's: " + seed.why));
-  }
-  const PlanResult planned = w.plan_candidate(b, &result.plan);
-  SA_CHECK(planned.ok, "the best candidate no longer plans: {}", planned.why);
-  result.plan.method = "swapadvisor";
-  SimOptions so;
-  so.record_timeline = true;
-  result.sim = w.sim.run(ctx_.pb.graph, result.plan, ctx_.pb.op_us, ctx_.pb.device, so);
+  take_best(result);
+  if (!history_.empty()) history_.back() = std::min(history_.back(), result.sim.iteration_us);
   result.evaluations = evaluations_;
   result.generations = gen;
   result.history = std::move(history_);
   result.seconds = elapsed();
+  result.seeds_seconds = seeds_seconds_;
+  result.seeds_cut = seeds_cut_;
+  for (const Candidate& c : bases_)
+    result.best_seed_us = std::min(result.best_seed_us, c.time_us);
+  for (const auto& w : workers_)
+    result.longest_evaluation_s = std::max(result.longest_evaluation_s, w->slowest_s);
   return result;
+}
+
+bool same_genes(const Candidate& a, const Candidate& b) {
+  return a.order == b.order && a.alloc.cls == b.alloc.cls && a.alloc.cnt == b.alloc.cnt &&
+         a.layout == b.layout && a.recompute == b.recompute && a.recomputes == b.recomputes &&
+         a.dtr == b.dtr && a.dead_depth == b.dead_depth;
+}
+
+// Note [Search time]: the fastest plan of every evaluation the search made
+// (its workers keep theirs), or of the plans the caller gave it; planned
+// again only when no worker kept it.
+void Search::take_best(SearchResult& result) {
+  const Candidate* b = &best();
+  const Worker* kept = nullptr;
+  for (const auto& w : workers_) {
+    if (w->best_us < b->time_us && (!kept || w->best_us < kept->best_us)) kept = w.get();
+  }
+  if (kept) b = &kept->best_candidate;
+  for (const auto& w : workers_)
+    if (!kept && w->best_us == b->time_us && same_genes(w->best_candidate, *b)) kept = w.get();
+  const SeedPlan* given = nullptr;
+  for (const SeedPlan& p : opt_.plans)
+    if (p.iteration_us < b->time_us && (!given || p.iteration_us < given->iteration_us)) given = &p;
+  Worker& w = *workers_[0];
+  if (given) {
+    result.plan = *given->plan;
+    result.from = given->name;
+  } else if (!(b->time_us < kInf)) {
+    const PlanResult seed = w.plan_candidate(bases_[0], &result.plan);
+    throw Error(fmt::format("no plan found within the budget of {} bytes in {} evaluations{}",
+                            ctx_.pb.budget, evaluations_,
+                            seed.ok ? "" : ": the program order's: " + seed.why));
+  } else if (kept) {
+    result.plan = kept->best_plan;
+  } else {
+    const PlanResult planned = w.plan_candidate(*b, &result.plan);
+    SA_CHECK(planned.ok, "the best candidate no longer plans: {}", planned.why);
+  }
+  result.plan.method = "swapadvisor";
+  SimOptions so;
+  so.record_timeline = true;
+  result.sim = w.sim.run(ctx_.pb.graph, result.plan, ctx_.pb.op_us, ctx_.pb.device, so);
 }
 
 }  // namespace

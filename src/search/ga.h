@@ -166,7 +166,33 @@
 // at 32 within its seeds' spread (-4.9 to +2.8 points over four seeds,
 // 72-81%). The baselines plan with no pass between, as before.
 
+// Note [Search time]
+// ------------------
+// Two promises: the search returns no plan slower than one it evaluated,
+// and it keeps its time budget. One evaluation of a big graph takes seconds
+// (NASNet-25 at batch 64: about 7 s for a swap-only seed), and the seeds
+// alone (each base's swap-only plan, its DTR twins and its repaired cheap
+// twin) can take several times the budget, after which generation 0 used
+// to plan the program order's seed once more and return it, at 35% of
+// ideal where a twin it had planned reached 90%. So:
+//   - the seeds are planned as tasks over the workers within the time
+//     budget, a base's swap-only plan first, then its DTR twins (the dtr
+//     baseline's plan among them), then its cheap twin; the first task runs
+//     whatever the budget, so there is always a plan;
+//   - a seed that generation 0 does not reach keeps the time it was planned
+//     with; where the budget ends in the seeds the search says so (one
+//     evaluation's time, when that alone is over the budget) and returns the
+//     best seed at once;
+//   - each worker keeps the fastest plan it made, so the best candidate is
+//     not planned again at the end (a second 7 s there), and the result is
+//     the fastest of all evaluations, not only of the last population;
+//   - plans made elsewhere (SearchOptions::plans: compare's baselines) are
+//     returned instead where one is faster (SearchResult::from names it).
+// Without a time budget every seed is planned, in the same order as before,
+// so the same seed and evaluations give the same plan.
+
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -180,6 +206,14 @@
 #include "plan/swap_planner.h"
 
 namespace sa {
+
+// A plan made elsewhere (a baseline's) that the search returns when it is
+// faster than every candidate it evaluated (Note [Search time]).
+struct SeedPlan {
+  std::string name;            // the method that made it
+  const Plan* plan = nullptr;  // must outlive the search
+  double iteration_us = 0;     // its simulated iteration time
+};
 
 struct SearchOptions {
   int population = 144;         // candidates per generation (a multiple of 4)
@@ -201,6 +235,9 @@ struct SearchOptions {
   double cnt_sigma = 0.2;         // CNT mutation: relative standard deviation
   double budget_move_prob = 0.5;  // chance that a child's allocation gets a budget move
   double elite_fraction = 0.5;    // share of pairs that are the best twice (pure mutation)
+  // Plans the search returns instead of its own where one is faster (the
+  // baselines' in compare: Note [Search time]).
+  std::vector<SeedPlan> plans;
 };
 
 struct SearchResult {
@@ -211,6 +248,12 @@ struct SearchResult {
   int generations = 0;          // generations after generation 0
   std::vector<double> history;  // best iteration time (us) after each generation, 0 first
   double seed_us = 0;           // iteration time of the program order with the default allocation
+  // Note [Search time].
+  double best_seed_us = std::numeric_limits<double>::infinity();  // the fastest seed's time
+  double seeds_seconds = 0;                                       // time spent planning the seeds
+  bool seeds_cut = false;           // the time budget ended before every seed was planned
+  double longest_evaluation_s = 0;  // the slowest single evaluation
+  std::string from;                 // a SeedPlan's name when its plan was returned
 };
 
 // Searches for the fastest plan of the problem's graph within its budget.
