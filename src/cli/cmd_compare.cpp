@@ -14,9 +14,7 @@ void run_compare(const PlanningArgs& args) {
   const PlanningInputs in = load_planning_inputs(args);
   const Problem problem(in.graph, in.device, in.budget, args.compute_scale);
   print_warnings(problem.warnings);
-  std::vector<MethodResult> results;
-  for (const auto& name : method_names())
-    results.push_back(run_method(name, problem, method_options(args)));
+  const std::vector<MethodResult> results = run_methods(problem, method_options(args));
 
   // Lower bounds (plan/bounds.h): for the program order, and for the order
   // the search chose.
@@ -68,6 +66,11 @@ void run_compare(const PlanningArgs& args) {
                100 * problem.ideal_us / r.sim.iteration_us, r.sim.swap_in_bytes / 1e9,
                r.sim.swap_out_bytes / 1e9, r.sim.stall_us / 1e3, r.sim.recompute_us / 1e3);
   }
+  if (!searched.from.empty())
+    fmt::print(
+        "\nswapadvisor returns {}'s plan: no candidate it evaluated in its budget was faster "
+        "(Note [Search time])\n",
+        searched.from);
 }
 
 }  // namespace

@@ -89,8 +89,7 @@ void run_report(ReportArgs args) {
         if (name != "swapadvisor")
           methods.push_back(run_method(name, problem, method_options(args.planning)));
   } else {
-    for (const auto& name : method_names())
-      methods.push_back(run_method(name, problem, method_options(args.planning)));
+    methods = run_methods(problem, method_options(args.planning));
     origin = fmt::format("searched for {:.1f} s ({} plans)", methods.front().planning_seconds,
                          methods.front().evaluations);
   }

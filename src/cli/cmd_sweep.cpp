@@ -71,9 +71,7 @@ void run_sweep(SweepArgs args) {
     // the baselines, with the sweep above.
     const int64_t budget = r.target_budget.value_or(r.peak_live);
     const Problem pb(in.graph, in.device, budget, args.planning.compute_scale);
-    std::vector<MethodResult> methods;
-    for (const std::string& name : method_names())
-      methods.push_back(run_method(name, pb, o.method));
+    std::vector<MethodResult> methods = run_methods(pb, o.method);
     in.budget = budget;
     const ReportInput report{
         .graph = in.graph,

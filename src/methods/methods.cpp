@@ -27,6 +27,7 @@ MethodResult run_method(const std::string& name, const Problem& problem,
     r.sim = std::move(s.sim);
     r.planning_seconds = s.seconds;
     r.evaluations = s.evaluations;
+    r.from = std::move(s.from);
     return r;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -45,6 +46,19 @@ MethodResult run_method(const std::string& name, const Problem& problem,
   r.planning_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+std::vector<MethodResult> run_methods(const Problem& problem, const MethodOptions& options) {
+  std::vector<MethodResult> results(1);
+  for (const std::string& name : baseline_names())
+    results.push_back(run_method(name, problem, options));
+  MethodOptions o = options;
+  for (const MethodResult& r : results)
+    // "ideal" ignores the budget; a plan over the budget is no answer to it.
+    if (r.feasible && r.name != "ideal" && r.plan.arena_bytes() <= problem.budget)
+      o.search.plans.push_back({r.name, &r.plan, r.sim.iteration_us});
+  results[0] = run_method("swapadvisor", problem, o);
+  return results;
 }
 
 nlohmann::json sim_result_json(const SimResult& s) {
@@ -66,6 +80,7 @@ nlohmann::json method_result_json(const MethodResult& r) {
   j["pool_bytes"] = r.plan.arena_bytes();  // the name before planned offsets (kept for scripts)
   j["planning_seconds"] = r.planning_seconds;
   j["evaluations"] = r.evaluations;
+  if (!r.from.empty()) j["plan_from"] = r.from;
   return j;
 }
 

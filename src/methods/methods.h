@@ -35,6 +35,9 @@ struct MethodResult {
   SimResult sim;    // when feasible; with timeline
   double planning_seconds = 0;
   int64_t evaluations = 0;  // plans simulated (1 for the baselines)
+  // The search only: the baseline whose plan it returned, being faster than
+  // every candidate it evaluated (Note [Search time] in search/ga.h).
+  std::string from;
 };
 
 // "swapadvisor", then the baselines: ideal, odswap, vdnn, swap-all, tflms,
@@ -46,6 +49,11 @@ std::vector<std::string> method_names();
 MethodResult run_method(const std::string& name, const Problem& problem,
                         const MethodOptions& options);
 
+// Every method of method_names(), in that order: the baselines first, then
+// the search, which returns a baseline's plan (within the budget) where it
+// found nothing faster, so that it is never behind one.
+std::vector<MethodResult> run_methods(const Problem& problem, const MethodOptions& options);
+
 // A simulated iteration as JSON, the keys every output of one shares
 // (compare and plan --json, the report, the trace): iteration_us,
 // compute_us, recompute_us, stall_us, swap_in_bytes, swap_out_bytes and
@@ -55,7 +63,8 @@ nlohmann::json sim_result_json(const SimResult& s);
 // A method's result as JSON, the fields `compare --json` and the report
 // share: name, feasible, and either why (infeasible) or the simulated
 // iteration (sim_result_json, arena_bytes, allocator) with planning_seconds
-// and evaluations. Callers add their own fields (throughput, samples/s, main).
+// and evaluations, and plan_from where the search returned a baseline's
+// plan. Callers add their own fields (throughput, samples/s, main).
 nlohmann::json method_result_json(const MethodResult& r);
 
 }  // namespace sa
