@@ -13,6 +13,13 @@
 
 namespace sa::testing {
 
+// SA_TEST_SEED when set, else `fallback`: the seed of a randomized test,
+// which prints it (SCOPED_TRACE) so that a failure can be rerun.
+inline uint64_t seed_from_env(uint64_t fallback) {
+  const char* env = std::getenv("SA_TEST_SEED");
+  return env && *env ? std::strtoull(env, nullptr, 0) : fallback;
+}
+
 inline std::string data_path(const std::string& rel) {
   return std::string(SA_TEST_DATA) + "/" + rel;
 }

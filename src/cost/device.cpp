@@ -10,6 +10,7 @@
 #include "util/file_io.h"
 #include "util/json.h"
 #include "util/limits.h"
+#include "util/suggest.h"
 
 namespace sa {
 namespace {
@@ -240,14 +241,19 @@ std::string device_to_json(const DeviceProfile& d) {
 }
 
 DeviceProfile load_device(const std::string& name_or_path) {
-  for (const auto& d : builtins_with_links())
-    if (d.name == name_or_path) return d;
   std::error_code ec;
   // Any file, so that a directory or an unreadable file gets its own error.
-  if (std::filesystem::exists(name_or_path, ec))
-    return parse_device(read_file(name_or_path), name_or_path);
-  throw Error(fmt::format("unknown device '{}': not a built-in ({}) and not a profile file",
-                          name_or_path, fmt::join(builtin_device_names(), ", ")));
+  // A file of a built-in's name is read only when it exists, as before.
+  const bool is_file = std::filesystem::exists(name_or_path, ec);
+  for (const auto& d : builtins_with_links())
+    if (d.name == name_or_path || (!is_file && same_letters(d.name, name_or_path)))
+      return d;  // built-in names are matched case-insensitively (V100-16GB)
+  if (is_file) return parse_device(read_file(name_or_path), name_or_path);
+  const std::vector<std::string> names = builtin_device_names();
+  const auto near = closest(name_or_path, names);
+  throw Error(fmt::format("unknown device {}: not a built-in ({}) and not a profile file{}",
+                          quote(name_or_path), fmt::join(names, ", "),
+                          near ? fmt::format("; did you mean '{}'?", *near) : ""));
 }
 
 }  // namespace sa

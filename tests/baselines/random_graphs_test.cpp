@@ -25,8 +25,7 @@ namespace sa {
 namespace {
 
 uint64_t test_seed() {
-  const char* env = std::getenv("SA_TEST_SEED");
-  return env && *env ? std::strtoull(env, nullptr, 0) : 20260413;
+  return testing::seed_from_env(20260413);
 }
 
 TEST(RandomGraphs, RecomputingBaselinesVerifyAndCopyNoTransient) {

@@ -19,6 +19,7 @@
 
 #include "graph/graph_io.h"
 #include "graph/validate.h"
+#include "test_util.h"
 #include "util/error.h"
 #include "util/file_io.h"
 
@@ -52,8 +53,7 @@ constexpr const char* kGraph = R"({"format": "swapadvisor-graph", "version": 1, 
 )";
 
 uint64_t test_seed() {
-  if (const char* s = std::getenv("SA_TEST_SEED")) return std::strtoull(s, nullptr, 0);
-  return 20240601;
+  return testing::seed_from_env(20240601);
 }
 
 int iterations(int fallback) {

@@ -13,13 +13,13 @@
 #include "plan/simulator.h"
 #include "plan/swap_planner.h"
 #include "plan/verify.h"
+#include "test_util.h"
 
 namespace sa::testing {
 
 uint64_t test_seed() {
   static const uint64_t seed = [] {
-    const char* env = std::getenv("SA_TEST_SEED");
-    const uint64_t s = env && *env ? std::strtoull(env, nullptr, 0) : 20260412;
+    const uint64_t s = seed_from_env(20260412);
     std::cout << "[ verify_test ] SA_TEST_SEED=" << s << "\n";
     return s;
   }();
