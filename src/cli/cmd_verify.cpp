@@ -1,5 +1,5 @@
-// `swapadvisor verify GRAPH PLAN`: checks a plan against its graph with the
-// independent verifier (plan/verify.h) and names the first violation.
+// `swapadvisor verify (GRAPH | --model NAME --batch N) PLAN`: checks a plan against its graph with
+// the independent verifier (plan/verify.h) and names the first violation.
 
 #include <fmt/format.h>
 
@@ -13,14 +13,17 @@ namespace sa::cli {
 namespace {
 
 struct VerifyArgs {
+  GraphSource source;
+  std::vector<std::string> files;  // GRAPH PLAN, or PLAN with --model
   std::string graph;
   std::string plan;
 };
 
-void run_verify(const VerifyArgs& args) {
+void run_verify(VerifyArgs& args) {
+  args.plan = args.source.take_graph_and_plan(args.files);
+  args.graph = args.source.file.empty() ? args.source.model : args.source.file;
   // The device only times a data-parallel plan's collectives: not checked here.
-  const auto [g, p] =
-      read_graph_and_plan(read_graph(args.graph), args.plan, load_device("v100-16gb"));
+  const auto [g, p] = read_graph_and_plan(args.source.load(), args.plan, load_device("v100-16gb"));
   const VerifyResult v = verify_plan(g, p);
   if (!v.ok) throw Error(fmt::format("{}: invalid plan: {}", args.plan, v.violation));
   const PlanTraffic t = plan_traffic(g, p);
@@ -39,8 +42,12 @@ void run_verify(const VerifyArgs& args) {
 void register_verify(CLI::App& app) {
   auto args = std::make_shared<VerifyArgs>();
   CLI::App* cmd = app.add_subcommand("verify", "check a plan against its graph");
-  cmd->add_option("graph", args->graph, "graph file (format v1)")->required();
-  cmd->add_option("plan", args->plan, "plan file")->required();
+  cmd->add_option("files", args->files,
+                  "GRAPH PLAN: the graph file (format v1) and the plan file; with --model NAME "
+                  "--batch N, the plan file alone")
+      ->required()
+      ->expected(1, 2);
+  args->source.add_model_options(cmd);
   cmd->callback([args] { run_verify(*args); });
 }
 

@@ -24,6 +24,11 @@ struct GraphSource {
   // Adds FILE (positional, optional) and --model/--batch/--optimizer/--seq-len/
   // --precision.
   void add_options(CLI::App* app);
+  // The same without the positional FILE (verify and run take GRAPH PLAN).
+  void add_model_options(CLI::App* app);
+  // From the positionals of `CMD GRAPH PLAN` or `CMD --model NAME ... PLAN`:
+  // takes the graph file (when no --model) and returns the plan's path.
+  std::string take_graph_and_plan(const std::vector<std::string>& files);
   // Reads the file or builds the zoo model; throws sa::Error with a clear
   // message when neither or both were given.
   Graph load() const;
@@ -44,6 +49,11 @@ GraphAndPlan read_graph_and_plan(Graph g, const std::string& plan_path,
 
 // An int option's check: 1 to INT_MAX (--batch, --seq-len).
 CLI::Validator positive_int();
+
+// A command-line error as the user sees it: "swapadvisor: error: plan:
+// ...", with the closest option (or subcommand) to one that was not
+// expected, and where to find the options.
+std::string describe_parse_error(CLI::App& app, const CLI::ParseError& e);
 
 // Prints each warning on stderr as "swapadvisor: warning: ...".
 void print_warnings(const std::vector<std::string>& warnings);

@@ -30,9 +30,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // CLI11 prints the error (or the help or version text); its own exit
-    // codes (100 and up) are all a bad command line: a user error.
-    return app.exit(e) == 0 ? 0 : 1;
+    // Help and version text are CLI11's to print; every other parse error
+    // is a bad command line: a user error, said as the others are.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    fmt::print(stderr, "{}\n", sa::cli::describe_parse_error(app, e));
+    return 1;
   } catch (const sa::Error& e) {
     fmt::print(stderr, "swapadvisor: error: {}\n", e.what());
     return 1;

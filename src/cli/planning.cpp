@@ -67,6 +67,9 @@ void PlanningArgs::add_options(CLI::App* app) {
   app->add_flag("--shard-optimizer", shard_optimizer,
                 "with --data-parallel: shard the optimizer state and its update across the "
                 "ranks (ZeRO stage 1), all-gathering the updated parameters");
+  app->add_flag("--allow-any-budget", any_budget,
+                "plan a budget over the device's memory, or a --memory-fraction over 1, on "
+                "purpose (for studies); refused otherwise");
   app->add_flag("--quiet", quiet, "no progress line on stderr");
   app->add_flag("--json", json, "print one JSON object");
 }
@@ -92,6 +95,13 @@ PlanningInputs load_planning_inputs(const PlanningArgs& args, std::optional<Grap
                               args.memory));
     in.budget = *b;
   } else if (args.memory_fraction > 0) {
+    if (args.memory_fraction > 1 && !args.any_budget)
+      throw Error(fmt::format(
+          "--memory-fraction {:g} is over 1: it is a fraction of the peak live bytes ({}), so "
+          "{:g} asks for {:.0f}% of the peak; for {:g}% give {:g} (or --allow-any-budget to plan "
+          "it on purpose)",
+          args.memory_fraction, format_bytes(in.peak_live), args.memory_fraction,
+          100 * args.memory_fraction, args.memory_fraction, args.memory_fraction / 100));
     const double budget = static_cast<double>(in.peak_live) * args.memory_fraction;
     if (budget > static_cast<double>(kMaxBytes))
       throw Error(fmt::format(
@@ -101,6 +111,13 @@ PlanningInputs load_planning_inputs(const PlanningArgs& args, std::optional<Grap
   } else {
     in.budget = in.device.memory_bytes;
   }
+  // A plan's own budget (report, sweep's placeholder) was checked when it was asked for.
+  if (!budget && in.budget > in.device.memory_bytes && !args.any_budget)
+    throw Error(fmt::format(
+        "the budget of {} ({} B) is over {}'s memory of {} ({} B); give at most that (or "
+        "--allow-any-budget to plan it on purpose, for a study)",
+        format_bytes(in.budget), in.budget, in.device.name, format_bytes(in.device.memory_bytes),
+        in.device.memory_bytes));
   check_op_times(in.graph, in.device, op_times_us(in.graph, in.device), args.compute_scale);
   OpId op = kNoOp;
   const int64_t need = min_budget(in.graph, &op);

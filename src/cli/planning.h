@@ -33,6 +33,7 @@ struct PlanningArgs {
   bool no_recompute = false;                            // swap-only plans (Note [Recompute genes])
   int data_parallel = 1;                                // ranks (Note [Data parallelism ...])
   bool shard_optimizer = false;                         // ZeRO-1 across the ranks
+  bool any_budget = false;  // --allow-any-budget: over the device's memory or the peak (studies)
   bool quiet = false;
   bool json = false;
 

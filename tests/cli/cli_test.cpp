@@ -20,7 +20,7 @@ TEST(Cli, UnknownSubcommandFlagDeviceAndModelFailClearly) {
   EXPECT_NE(r.err.find("unknown model 'no-such-model'"), std::string::npos) << r.err;
   r = run_cli("stats " + testing::data_path("graphs/resnet50-b64.json.gz") + " --device tpu");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("unknown device 'tpu'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown device \"tpu\""), std::string::npos) << r.err;
   r = run_cli("stats /nonexistent.json");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("/nonexistent.json: cannot open"), std::string::npos) << r.err;
@@ -127,6 +127,61 @@ TEST(CliPlan, BudgetBelowAnOpsNeedNamesTheOp) {
   r = run_cli("plan " + kResnet + " --memory lots --evaluations 10 --quiet");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("--memory: cannot read 'lots'"), std::string::npos) << r.err;
+}
+
+// Issue 26: a budget the device does not have, or a fraction meant as a
+// percentage, is refused with what to give instead.
+TEST(CliPlan, BudgetsBeyondTheDeviceAreRefusedUnlessAskedFor) {
+  auto r = run_cli(
+      "plan --model gpt2-xl --batch 1 --device v100-16gb --memory 64GB "
+      "--evaluations 4 --quiet");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("is over v100-16gb's memory of 16.00 GiB"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--allow-any-budget"), std::string::npos) << r.err;
+  r = run_cli("plan " + kResnet + " --memory-fraction 50 --evaluations 4 --quiet");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--memory-fraction 50 is over 1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("give 0.5"), std::string::npos) << r.err;
+  r = run_cli("plan " + kResnet +
+              " --memory-fraction 1.5 --allow-any-budget --evaluations 4 "
+              "--quiet --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+// Issue 26: a mistyped flag or device gets a suggestion; a built-in device
+// is found whatever the case of its letters.
+TEST(Cli, MistakesGetSuggestions) {
+  auto r = run_cli("plan " + kResnet + " --memroy-fraction 0.5");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("did you mean '--memory-fraction'?"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("swapadvisor plan --help"), std::string::npos) << r.err;
+  r = run_cli("stats " + kResnet + " --device v100-16g");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("did you mean 'v100-16gb'?"), std::string::npos) << r.err;
+  r = run_cli("stats " + kResnet + " --device V100-16GB --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+// Issue 26: options that build a zoo model are refused with a graph file
+// (they were ignored silently), and verify takes --model as plan does.
+TEST(Cli, ModelOptionsWithAGraphFileAndVerifyWithAModel) {
+  for (const char* opt : {"--precision bf16", "--optimizer adam", "--seq-len 10"}) {
+    auto r = run_cli("stats " + kResnet + " " + opt);
+    EXPECT_EQ(r.exit_code, 1) << opt;
+    EXPECT_NE(r.err.find("applies to --model only"), std::string::npos) << r.err;
+  }
+  const std::string plan_file = "/tmp/sa_cli_verify_model.json";
+  auto r = run_cli(
+      "plan --model mlp-3 --batch 8 --memory-fraction 0.5 --evaluations 8 --quiet -o " + plan_file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli("verify --model mlp-3 --batch 8 " + plan_file);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli("verify --model mlp-3 --batch 16 " + plan_file);
+  EXPECT_EQ(r.exit_code, 1);
+  r = run_cli("verify " + plan_file);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("give a GRAPH file and a PLAN file"), std::string::npos) << r.err;
+  std::remove(plan_file.c_str());
 }
 
 TEST(CliCompare, EveryMethodSideBySide) {
