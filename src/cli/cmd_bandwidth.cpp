@@ -42,6 +42,14 @@ struct BandwidthArgs {
 // enough to take well under a second (8192^3 is 1.1 TFLOP, about 40 ms in
 // FP32 on an H100); the host's plain C++ loop is far slower, hence 256.
 constexpr int kCudaGemm = 8192, kHostGemm = 256, kGemmRepeats = 5;
+// The largest --gemm each backend runs in a few seconds (a warm-up and
+// kGemmRepeats products per math type). The host's plain loop took 1.0 s at
+// 1024 and 10 s at 2048 (this repository's 2-core build machine), and would
+// take hours at 32768. On CUDA, 16384^3 is 8.8 TFLOP per product, about 3 s
+// for the FP32 runs on a V100 (15.7 TFLOP/s, from the datasheet, not
+// measured here) and 3 GiB of matrices; 32768 would be 8x the time and
+// 12 GiB.
+constexpr int kMinGemm = 16, kMaxHostGemm = 1024, kMaxCudaGemm = 16384;
 
 // Puts the measured rates into the profile: on CUDA the measured FP32,
 // TF32, FP16 and BF16 rates replace the base's datasheet peaks (FP8 keeps
@@ -95,6 +103,15 @@ void run_bandwidth(const BandwidthArgs& args) {
         "--bytes: {} is outside {} to {}: smaller copies measure latency, not "
         "bandwidth",
         format_bytes(*bytes), format_bytes(kMinCopyBytes), format_bytes(kMaxCopyBytes)));
+  const int max_gemm = args.backend == "cuda" ? kMaxCudaGemm : kMaxHostGemm;
+  if (args.gemm > 0 && args.gemm < kMinGemm)
+    throw Error(fmt::format("--gemm {}: 0 (no measurement) or from {} to {}", args.gemm, kMinGemm,
+                            max_gemm));
+  if (args.gemm > max_gemm)
+    throw Error(fmt::format(
+        "--gemm {}: at most {} on the {} backend (its GEMM takes seconds at {} and grows as "
+        "N^3; 0 skips the measurement)",
+        args.gemm, max_gemm, args.backend, max_gemm));
   runtime::BackendOptions bo;
   bo.name = args.backend;
   bo.link = load_device(args.link);
@@ -213,8 +230,9 @@ void register_bandwidth(CLI::App& app) {
       ->check(cuda_device_index());
   cmd->add_option("--gemm", args->gemm,
                   fmt::format("size N of the N^3 GEMM timed per math type (default {} on cuda, {} "
-                              "on host; 0: do not measure, keep the base's compute figures)",
-                              kCudaGemm, kHostGemm))
+                              "on host, at most {} and {}; 0: do not measure, keep the base's "
+                              "compute figures)",
+                              kCudaGemm, kHostGemm, kMaxCudaGemm, kMaxHostGemm))
       ->check(integer_in(0, 32768));
   cmd->add_option("-o,--output", args->output, "write a device profile (JSON) with the results");
   cmd->add_flag("--json", args->json, "print one JSON object");

@@ -55,11 +55,13 @@ void run_stats(const StatsArgs& args) {
   fmt::print("persistent bytes  {} ({} B)\n", format_bytes(s.persistent_bytes), s.persistent_bytes);
   fmt::print("peak live bytes   {} ({} B) in program order\n", format_bytes(s.peak_live_bytes),
              s.peak_live_bytes);
-  fmt::print(
-      "no-swap floor     {} ({} B; {:.1f}% below peak live), {} order: live {}, packed\n",
-      format_bytes(floor.bytes), floor.bytes,
-      100.0 * (1.0 - static_cast<double>(floor.bytes) / static_cast<double>(s.peak_live_bytes)),
-      floor.order_name, format_bytes(floor.live_bytes));
+  fmt::print("no-swap floor     {} ({} B; {:.1f}% below peak live), {} order: live {}, packed\n",
+             format_bytes(floor.bytes), floor.bytes,
+             // An empty graph has nothing live: 0% below, not 0/0.
+             s.peak_live_bytes > 0 ? 100.0 * (1.0 - static_cast<double>(floor.bytes) /
+                                                        static_cast<double>(s.peak_live_bytes))
+                                   : 0.0,
+             floor.order_name, format_bytes(floor.live_bytes));
   if (hungriest != kNoOp)
     fmt::print("largest op        {} ({} B, {}): no plan fits a smaller budget\n",
                format_bytes(largest_op), largest_op, describe_op(g, hungriest));

@@ -4,7 +4,9 @@
 //   swapadvisor sweep (GRAPH | --model M --batch N) [--points 10] [--target 0.9]
 //                     [--time-budget S (per point)] [--json] [-o report.html]
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -26,11 +28,28 @@ struct SweepArgs {
   std::string output;
 };
 
+// budget / peak, 0 for an empty graph (no bytes live at all), not NaN.
+double share_of(int64_t budget, int64_t peak) {
+  return peak > 0 ? static_cast<double>(budget) / static_cast<double>(peak) : 0;
+}
+
+// --target: a share of ideal, finite and in (0, 1].
+CLI::Validator target_fraction() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(input.c_str(), &end);
+        if (input.empty() || *end != '\0' || !std::isfinite(v) || v <= 0 || v > 1)
+          return fmt::format("a fraction in (0, 1], e.g. 0.9 for 90%, got '{}'", input);
+        return "";
+      },
+      "FRACTION in (0, 1]");
+}
+
 nlohmann::json point_json(const SweepPoint& p, int64_t peak) {
-  nlohmann::json j = {
-      {"budget_bytes", p.budget},
-      {"fraction_of_peak", static_cast<double>(p.budget) / static_cast<double>(peak)},
-      {"feasible", p.feasible}};
+  nlohmann::json j = {{"budget_bytes", p.budget},
+                      {"fraction_of_peak", share_of(p.budget, peak)},
+                      {"feasible", p.feasible}};
   if (!p.feasible) {
     j["why"] = p.why;
     return j;
@@ -61,8 +80,8 @@ void run_sweep(SweepArgs args) {
   o.progress = [&](const SweepPoint& p, int done, int total) {
     if (!tell) return;
     fmt::print(stderr, "sweep: {}/{}  {} ({:.0f}% of peak): {}\n", done, total,
-               format_bytes(p.budget), 100.0 * p.budget / static_cast<double>(in.peak_live),
-               p.feasible ? fmt::format("{:.1f}% of ideal", 100 * p.throughput) : "no plan");
+               format_bytes(p.budget), share_of(p.budget, in.peak_live) * 100,
+               p.feasible ? percent_floor(p.throughput) + "% of ideal" : "no plan");
   };
   const SweepResult r = sweep(in.graph, in.device, o);
 
@@ -121,23 +140,23 @@ void run_sweep(SweepArgs args) {
   fmt::print("{:>12} {:>7} {:>9} {:>13} {:>9} {:>9}\n", "budget", "% peak", "% ideal",
              "iteration ms", "GB in", "GB out");
   for (const SweepPoint& p : r.points) {
-    const double of_peak = 100.0 * p.budget / static_cast<double>(r.peak_live);
+    const double of_peak = 100 * share_of(p.budget, r.peak_live);
     if (!p.feasible) {
       fmt::print("{:>12} {:>6.1f}% no plan: {}\n", format_bytes(p.budget), of_peak, p.why);
       continue;
     }
-    fmt::print("{:>12} {:>6.1f}% {:>8.1f}% {:>13.1f} {:>9.2f} {:>9.2f}\n", format_bytes(p.budget),
-               of_peak, 100 * p.throughput, p.iteration_us / 1e3, p.swap_in_bytes / 1e9,
+    // % of ideal rounded down: a row under the target never reads as reaching it.
+    fmt::print("{:>12} {:>6.1f}% {:>8}% {:>13.1f} {:>9.2f} {:>9.2f}\n", format_bytes(p.budget),
+               of_peak, percent_floor(p.throughput), p.iteration_us / 1e3, p.swap_in_bytes / 1e9,
                p.swap_out_bytes / 1e9);
   }
   if (r.target) {
     if (r.target_budget)
-      fmt::print("\nsmallest budget found for {:.0f}% of ideal: {} ({:.1f}% of peak live)\n",
+      fmt::print("\nsmallest budget found for {:g}% of ideal: {} ({:.1f}% of peak live)\n",
                  100 * *r.target, format_bytes(*r.target_budget),
-                 100.0 * *r.target_budget / static_cast<double>(r.peak_live));
+                 100 * share_of(*r.target_budget, r.peak_live));
     else
-      fmt::print("\nno budget up to the peak live bytes reached {:.0f}% of ideal\n",
-                 100 * *r.target);
+      fmt::print("\nno budget up to the peak live bytes reached {:g}% of ideal\n", 100 * *r.target);
   }
   if (!args.output.empty())
     fmt::print("report written  {} ({})\n", args.output,
@@ -156,7 +175,7 @@ void register_sweep(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--target", args->target,
                   "a share of ideal, e.g. 0.9: the smallest budget found that keeps it")
-      ->check(CLI::Range(1e-9, 1.0));
+      ->check(target_fraction());
   cmd->add_option("-o,--output", args->output, "also write an HTML report with the sweep");
   cmd->callback([args] { run_sweep(*args); });
 }

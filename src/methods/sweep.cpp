@@ -27,11 +27,20 @@ int64_t min_pool_bytes(const Graph& g, const SizeTable& t) {
 
 }  // namespace
 
+std::string percent_floor(double share) {
+  // The nearest tenth first when within rounding error of it, so that 0.9
+  // (899.9999... tenths in binary) reads 90.0, not 89.9.
+  const double tenths = share * 1000;
+  const double near = std::round(tenths);
+  const double shown = std::abs(tenths - near) < 1e-6 ? near : std::floor(tenths);
+  return fmt::format("{:.1f}", shown / 10);
+}
+
 SweepResult sweep(const Graph& g, const DeviceProfile& device, const SweepOptions& o) {
   if (o.points < 2)
     throw Error(fmt::format("sweep: --points must be at least 2, not {}", o.points));
   if (o.target && !(*o.target > 0 && *o.target <= 1))
-    throw Error(fmt::format("sweep: --target must be in (0, 1], not {}", *o.target));
+    throw Error(fmt::format("--target {}: a fraction in (0, 1], e.g. 0.9 for 90%", *o.target));
   SweepResult r;
   r.peak_live = peak_live_bytes(g);
   r.largest_op = min_budget(g);
@@ -58,7 +67,10 @@ SweepResult sweep(const Graph& g, const DeviceProfile& device, const SweepOption
       p.feasible = m.feasible;
       p.why = m.why;
       p.iteration_us = m.sim.iteration_us;
-      p.throughput = m.feasible ? pb.ideal_us / m.sim.iteration_us : 0;
+      // An empty iteration (0 us, as is its ideal) runs at ideal, not 0/0.
+      p.throughput = !m.feasible              ? 0
+                     : m.sim.iteration_us > 0 ? pb.ideal_us / m.sim.iteration_us
+                                              : 1;
       p.swap_in_bytes = m.sim.swap_in_bytes;
       p.swap_out_bytes = m.sim.swap_out_bytes;
       p.search_seconds = m.planning_seconds;

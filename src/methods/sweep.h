@@ -67,6 +67,10 @@ struct SweepOptions {
   std::function<void(const SweepPoint&, int done, int total)> progress;
 };
 
+// A share of ideal as a percent with one decimal, rounded down ("89.9" for
+// 0.89998), so that a point under a target never reads as reaching it.
+std::string percent_floor(double share);
+
 // REQUIRES: validate_graph(g) passed. Throws sa::Error on bad options.
 SweepResult sweep(const Graph& g, const DeviceProfile& device, const SweepOptions& options);
 

@@ -9,8 +9,6 @@
 namespace sa {
 namespace {
 
-constexpr int kBuckets = 128;  // time buckets of the index of placed items
-
 int64_t length(const PackItem& it) {
   int64_t len = 0;
   for (const Interval& v : it.life)
@@ -129,6 +127,53 @@ int64_t Packer::sweep_best_fit(std::span<const PackItem> items, std::vector<int6
   return peak;
 }
 
+template <class F>
+void Packer::for_each_canonical(int32_t l, int32_t r, F&& f) const {
+  for (l += num_leaves_, r += num_leaves_; l < r; l >>= 1, r >>= 1) {
+    if (l & 1) f(l++);
+    if (r & 1) f(--r);
+  }
+}
+
+template <class F>
+void Packer::for_each_ancestor(int32_t l, int32_t r, int32_t mark, F&& f) {
+  for_each_canonical(l, r, [&](int32_t c) {
+    // A marked node's ancestors were all marked by the same visit.
+    for (int32_t a = c >> 1; a >= 1 && mark_[a] != mark; a >>= 1) {
+      mark_[a] = mark;
+      f(a);
+    }
+  });
+}
+
+int32_t Packer::leaf(int64_t time) const {
+  return static_cast<int32_t>(std::lower_bound(times_.begin(), times_.end(), time) -
+                              times_.begin());
+}
+
+namespace {
+
+// Adds [r.begin, r.end) to sorted disjoint blocks, merged with the blocks it
+// overlaps or touches.
+template <class Range>
+void add_block(std::vector<Range>& blocks, Range r) {
+  auto first = std::lower_bound(blocks.begin(), blocks.end(), r.begin,
+                                [](const Range& x, int64_t begin) { return x.end < begin; });
+  auto last = first;
+  for (; last != blocks.end() && last->begin <= r.end; ++last) {
+    r.begin = std::min(r.begin, last->begin);
+    r.end = std::max(r.end, last->end);
+  }
+  if (first == last) {
+    blocks.insert(first, r);
+  } else {
+    *first = r;
+    blocks.erase(first + 1, last);
+  }
+}
+
+}  // namespace
+
 int64_t Packer::greedy_by_size(std::span<const PackItem> items, std::vector<int64_t>* offset) {
   const int n = static_cast<int>(items.size());
   offset->assign(n, 0);
@@ -145,8 +190,7 @@ int64_t Packer::greedy_by_size(std::span<const PackItem> items, std::vector<int6
   // after the other: they overlap everything, so wherever greedy would put
   // them they block their range throughout, and left out of the search for
   // gaps they cost nothing per item placed (the persistent tensors of a
-  // plan that never swaps them, 13,000 on NASNet-25: most of the packing's
-  // time).
+  // plan that never swaps them, 13,000 on NASNet-25).
   int64_t base = 0;
   order_.clear();
   for (int i = 0; i < n; ++i) {
@@ -166,34 +210,42 @@ int64_t Packer::greedy_by_size(std::span<const PackItem> items, std::vector<int6
     if (len[a] != len[b]) return len[a] > len[b];
     return a < b;
   });
-  const int num_buckets = std::max(1, std::min(kBuckets, horizon));
-  const int32_t width = (horizon + num_buckets - 1) / num_buckets;
-  buckets_.resize(num_buckets);
-  for (auto& b : buckets_)
-    b.clear();
-  stamp_.assign(n, -1);
-  auto for_each_bucket = [&](const PackItem& it, auto&& f) {
-    for (const Interval& v : it.life) {
-      if (v.empty()) continue;
-      for (int32_t b = v.begin / width; b <= v.end / width; ++b)
-        f(b);
-    }
-  };
+
+  // The index of Note [Packing index], over the times of the items left.
+  times_.clear();
+  for (int i : order_)
+    for (const Interval& v : items[i].life)
+      if (!v.empty()) {
+        times_.push_back(v.begin);
+        times_.push_back(int64_t{v.end} + 1);
+      }
+  std::sort(times_.begin(), times_.end());
+  times_.erase(std::unique(times_.begin(), times_.end()), times_.end());
+  num_leaves_ = std::max<int32_t>(1, static_cast<int32_t>(times_.size()) - 1);
+  for (Node& node : nodes_) {
+    node.cover.clear();
+    node.part.clear();
+  }
+  nodes_.resize(2 * static_cast<size_t>(num_leaves_));
+  mark_.assign(nodes_.size(), -1);
+  int32_t visit = 0;
 
   int64_t peak = base;
-  for (int k = 0; k < static_cast<int>(order_.size()); ++k) {
-    const int i = order_[k];
+  for (const int i : order_) {
     const PackItem& it = items[i];
     // The arena ranges of the placed items alive at the same time as it.
     ranges_.clear();
-    stamp_[i] = k;
-    for_each_bucket(it, [&](int32_t b) {
-      for (int32_t j : buckets_[b]) {
-        if (stamp_[j] == k) continue;
-        stamp_[j] = k;
-        if (it.overlaps(items[j])) ranges_.push_back({(*offset)[j], (*offset)[j] + items[j].bytes});
-      }
-    });
+    ++visit;
+    for (const Interval& v : it.life) {
+      if (v.empty()) continue;
+      const int32_t l = leaf(v.begin), r = leaf(int64_t{v.end} + 1);
+      for_each_canonical(l, r, [&](int32_t c) {
+        ranges_.insert(ranges_.end(), nodes_[c].part.begin(), nodes_[c].part.end());
+      });
+      for_each_ancestor(l, r, visit, [&](int32_t a) {
+        ranges_.insert(ranges_.end(), nodes_[a].cover.begin(), nodes_[a].cover.end());
+      });
+    }
     std::sort(ranges_.begin(), ranges_.end(),
               [](const Range& a, const Range& b) { return a.begin < b.begin; });
     // The smallest gap that fits (the lowest on ties), else the top.
@@ -211,9 +263,18 @@ int64_t Packer::greedy_by_size(std::span<const PackItem> items, std::vector<int6
     if (best < 0) best = cur;
     (*offset)[i] = best;
     peak = std::max(peak, best + it.bytes);
-    for_each_bucket(it, [&](int32_t b) {
-      if (buckets_[b].empty() || buckets_[b].back() != i) buckets_[b].push_back(i);
-    });
+    // Index its range.
+    const Range placed{best, best + it.bytes};
+    ++visit;
+    for (const Interval& v : it.life) {
+      if (v.empty()) continue;
+      const int32_t l = leaf(v.begin), r = leaf(int64_t{v.end} + 1);
+      for_each_canonical(l, r, [&](int32_t c) {
+        add_block(nodes_[c].cover, placed);
+        add_block(nodes_[c].part, placed);
+      });
+      for_each_ancestor(l, r, visit, [&](int32_t a) { add_block(nodes_[a].part, placed); });
+    }
   }
   return peak;
 }

@@ -1,6 +1,9 @@
 #include "search/no_swap.h"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
+#include <utility>
 
 #include "graph/stats.h"
 #include "plan/swap_planner.h"
@@ -14,11 +17,6 @@ std::vector<OpId> memory_greedy_order(const Graph& g, const Dataflow& df) {
   std::vector<int32_t> uses_left(n, 0), missing(m, 0);
   for (const Op& op : g.ops)
     for_each_access(op, [&](TensorId t, Access) { ++uses_left[t]; });
-  std::vector<OpId> ready, order;
-  for (OpId o = 0; o < m; ++o) {
-    missing[o] = static_cast<int32_t>(df.preds(o).size());
-    if (missing[o] == 0) ready.push_back(o);
-  }
   // Bytes op o adds to what is alive: its outputs, less the transients it
   // is the last to use.
   auto delta = [&](OpId o) {
@@ -31,24 +29,44 @@ std::vector<OpId> memory_greedy_order(const Graph& g, const Dataflow& df) {
     });
     return d;
   };
+  // The ready ops by (delta, id) in a heap with lazy deletion: an entry is
+  // stale when its delta is no longer the op's. An op's delta changes only
+  // when a transient it reads gets down to one use left, so each tensor
+  // reaching that point re-keys its ready users once: O(accesses log m) in
+  // all, where scanning every ready op at every step was quadratic on wide
+  // graphs.
+  enum : uint8_t { kWaiting, kReady, kDone };
+  std::vector<uint8_t> state(m, kWaiting);
+  std::vector<int64_t> key(m, 0);
+  using Entry = std::pair<int64_t, OpId>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
+  auto make_ready = [&](OpId o) {
+    state[o] = kReady;
+    key[o] = delta(o);
+    ready.push({key[o], o});
+  };
+  for (OpId o = 0; o < m; ++o) {
+    missing[o] = static_cast<int32_t>(df.preds(o).size());
+    if (missing[o] == 0) make_ready(o);
+  }
+  std::vector<OpId> order;
   order.reserve(m);
   while (!ready.empty()) {
-    size_t best = 0;
-    int64_t best_delta = delta(ready[0]);
-    for (size_t k = 1; k < ready.size(); ++k) {
-      const int64_t d = delta(ready[k]);
-      if (d < best_delta || (d == best_delta && ready[k] < ready[best])) {
-        best = k;
-        best_delta = d;
-      }
-    }
-    const OpId o = ready[best];
-    ready[best] = ready.back();
-    ready.pop_back();
+    const auto [d, o] = ready.top();
+    ready.pop();
+    if (state[o] != kReady || d != key[o]) continue;  // stale
+    state[o] = kDone;
     order.push_back(o);
-    for_each_access(g.ops[o], [&](TensorId t, Access) { --uses_left[t]; });
+    for_each_access(g.ops[o], [&](TensorId t, Access) {
+      if (--uses_left[t] != 1 || !is_transient(g.tensors[t].kind)) return;
+      for (const TensorUse& u : df.uses(t))
+        if (state[u.op] == kReady) {
+          const int64_t k = delta(u.op);
+          if (k != key[u.op]) ready.push({key[u.op] = k, u.op});
+        }
+    });
     for (OpId s : df.succs(o))
-      if (--missing[s] == 0) ready.push_back(s);
+      if (--missing[s] == 0) make_ready(s);
   }
   SA_CHECK(static_cast<int>(order.size()) == m, "memory-greedy order has {} of {} ops",
            order.size(), m);

@@ -33,6 +33,17 @@ constexpr int64_t kMaxJsonDocumentBytes = int64_t{512} << 20;  // 512 MiB
 // infinity) would make its sums meaningless.
 constexpr double kMaxOpUs = 1e12;
 
+// A generated graph (the zoo) has at most this many ops and tensors, checked
+// from the model's parameters before it is built (zoo/zoo.cpp), so that no
+// model name and --seq-len can exhaust memory (rnn-1000-1k at 100,000 steps
+// would be 600 million ops) and every zoo graph, written, is one the graph
+// reader accepts: the largest at these ceilings (brnn-1-1k at 16,600 steps,
+// mlp-16000, nasnet-219, with adam and fp16: 168k-199k ops, 240k-249k
+// tensors) are 58-67 MB of JSON and read within the limits above, which an
+// unrolled LSTM passes at about 280,000 ops.
+constexpr int kMaxGeneratedOps = 200'000;
+constexpr int kMaxGeneratedTensors = 250'000;
+
 // Threads any option may ask for (search threads, ATen intra-op threads).
 constexpr int kMaxThreads = 1024;
 

@@ -6,6 +6,13 @@
 
 namespace sa::zoo {
 
+// Note [Zoo size ceiling]: per hidden layer at most 12 ops and 15 tensors
+// (Linear, ReLU, their backwards, two params' updates, state, casts and
+// unscales), 21 ops and 28 tensors for the head, the loss and the inputs.
+SizeBound mlp_size_bound(int layers) {
+  return {.ops = 21 + 12 * int64_t{layers}, .tensors = 28 + 15 * int64_t{layers}};
+}
+
 Graph build_mlp(const BuildContext& c, int layers) {
   Builder b(c.graph_name,
             "swapadvisor zoo: MLP with " + std::to_string(layers) +

@@ -2,6 +2,7 @@
 // The zoo's model generators (one file each). zoo.cpp parses names and
 // options and calls these; see docs/zoo.md for every model's structure.
 
+#include <cstdint>
 #include <string>
 
 #include "graph/graph.h"
@@ -17,6 +18,25 @@ struct BuildContext {
   int seq_len = 0;  // 0 = the model's default
   Precision precision = Precision::kFp32;
 };
+
+// Note [Zoo size ceiling]
+// -----------------------
+// The families whose size grows with their parameters (rnn/brnn with the
+// layers and the sequence, mlp-N, nasnet-R) give an upper bound on the ops
+// and tensors they generate, from the parameters alone, so that zoo.cpp
+// refuses a model over kMaxGeneratedOps/kMaxGeneratedTensors
+// (util/limits.h) before building anything. Each bound is the family's
+// count with the optimizer and precision that generate the most (FP16 adds
+// casts and unscale ops per parameter, adam two state tensors), linear in
+// the repeated unit; tests/zoo/zoo_test.cpp checks it against built graphs
+// of every optimizer and precision. Int64: 1000 layers x 100,000 steps.
+struct SizeBound {
+  int64_t ops = 0;
+  int64_t tensors = 0;
+};
+SizeBound lstm_size_bound(int layers, bool bidirectional, int seq_len);  // seq_len 0: default
+SizeBound mlp_size_bound(int layers);
+SizeBound nasnet_size_bound(int repeats);
 
 // torchvision's ResNet (v1.5 bottleneck) with every channel width times width;
 // depth 50, 101 or 152; image x image inputs, 1000 classes.

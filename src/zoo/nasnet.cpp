@@ -104,6 +104,13 @@ class NasNet {
 
 }  // namespace
 
+// Note [Zoo size ceiling]: per normal cell in each of the 3 stacks at most
+// 762 ops and 1,131 tensors (FP16 and adam), 1,114 ops and 1,638 tensors for
+// the stem, the reduction cells and the head; the image size changes no count.
+SizeBound nasnet_size_bound(int repeats) {
+  return {.ops = 1114 + 762 * int64_t{repeats}, .tensors = 1638 + 1131 * int64_t{repeats}};
+}
+
 Graph build_nasnet(const BuildContext& c, int repeats, int image) {
   Builder b(c.graph_name,
             "swapadvisor zoo: NASNet-A large (F=168) with " + std::to_string(repeats) +

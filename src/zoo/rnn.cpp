@@ -135,6 +135,18 @@ class Lstm {
 
 }  // namespace
 
+// Note [Zoo size ceiling]. Per layer and direction (LD of them) and step:
+// 6 ops (addmm, addmm_, the cell, and their three backwards) and 7 tensors,
+// and 1 tensor per step (the embedding's split); per LD 17 ops and 25
+// tensors at most (the init, four params with their updates, state, casts
+// and unscales); 27 ops and 35 tensors for the rest (embedding, decoder,
+// loss).
+SizeBound lstm_size_bound(int layers, bool bidirectional, int seq_len) {
+  const int64_t ld = int64_t{layers} * (bidirectional ? 2 : 1);
+  const int64_t seq = seq_len > 0 ? seq_len : kDefaultSeqLen;
+  return {.ops = 27 + 17 * ld + 6 * ld * seq, .tensors = 35 + 25 * ld + seq * (7 * ld + 1)};
+}
+
 Graph build_lstm(const BuildContext& c, int layers, int64_t hidden, bool bidirectional) {
   const int seq = c.seq_len > 0 ? c.seq_len : kDefaultSeqLen;
   const int64_t n = c.batch, h = hidden;

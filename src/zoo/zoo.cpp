@@ -6,8 +6,11 @@
 #include <cctype>
 #include <charconv>
 
+#include <fmt/format.h>
+
 #include "graph/validate.h"
 #include "util/error.h"
+#include "util/limits.h"
 #include "zoo/models.h"
 
 namespace sa {
@@ -81,6 +84,17 @@ CnnArgs cnn_args(const std::string& rest, const std::string& pattern, const std:
   return a;
 }
 
+// Refuses a model over the zoo's ceiling (Note [Zoo size ceiling]) before
+// anything is built; `what` names it as the user gave it.
+void check_size(const std::string& what, const zoo::SizeBound& b) {
+  if (b.ops <= kMaxGeneratedOps && b.tensors <= kMaxGeneratedTensors) return;
+  throw Error(fmt::format(
+      "{} would generate up to {} ops and {} tensors, over the zoo's ceiling of {} ops and {} "
+      "tensors (the largest graph the graph reader is sure to accept; docs/zoo.md): use "
+      "fewer layers or a shorter sequence",
+      what, b.ops, b.tensors, kMaxGeneratedOps, kMaxGeneratedTensors));
+}
+
 Graph build_lstm_family(const BuildContext& c, const std::string& rest, bool bidirectional) {
   const std::string pattern = bidirectional ? "brnn-L-XK" : "rnn-L-XK";
   const std::vector<std::string> parts = split_dashes(rest);
@@ -92,6 +106,9 @@ Graph build_lstm_family(const BuildContext& c, const std::string& rest, bool bid
   if (x.empty() || x.back() != 'k')
     throw Error(pattern + " needs a hidden size like '8k' (X*1024), got '" + x + "'");
   const int k = positive(x.substr(0, x.size() - 1), pattern, "hidden size X (in K)", 64);
+  check_size(fmt::format("{}-{}{}", bidirectional ? "brnn" : "rnn", rest,
+                         c.seq_len > 0 ? fmt::format(" at --seq-len {}", c.seq_len) : ""),
+             zoo::lstm_size_bound(layers, bidirectional, c.seq_len));
   return zoo::build_lstm(c, layers, int64_t{k} * 1024, bidirectional);
 }
 
@@ -179,6 +196,7 @@ Graph build_zoo_model(const ZooOptions& o) {
     g = zoo::build_inception_v4(c, a.value, a.image);
   } else if (starts_with(m, "nasnet-")) {
     const CnnArgs a = cnn_args(m.substr(7), "nasnet-R", "cell count R", 1000, kNasNetImage, 32);
+    check_size(m, zoo::nasnet_size_bound(a.value));
     g = zoo::build_nasnet(c, a.value, a.image);
   } else if (starts_with(m, "rnn-")) {
     g = build_lstm_family(c, m.substr(4), false);
@@ -197,10 +215,17 @@ Graph build_zoo_model(const ZooOptions& o) {
   } else if (m == "gpt2-xl") {
     g = zoo::build_gpt2(c, {48, 1600, 25});
   } else if (starts_with(m, "mlp-")) {
-    g = zoo::build_mlp(c, positive(m.substr(4), "mlp-N", "layer count", 100000));
+    const int layers = positive(m.substr(4), "mlp-N", "layer count", 100000);
+    check_size(m, zoo::mlp_size_bound(layers));
+    g = zoo::build_mlp(c, layers);
   } else {
     throw Error("unknown model '" + o.model + "' (see `swapadvisor zoo --list`)");
   }
+  // The bounds of Note [Zoo size ceiling] hold; the other families are of
+  // fixed size, far below the ceiling.
+  SA_CHECK(g.num_ops() <= kMaxGeneratedOps && g.num_tensors() <= kMaxGeneratedTensors,
+           "zoo model {} has {} ops and {} tensors, over the ceiling", g.name, g.num_ops(),
+           g.num_tensors());
   validate_graph(g, g.name);  // a bug in a generator must not leave the zoo
   return g;
 }

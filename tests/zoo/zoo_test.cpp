@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -9,6 +11,7 @@
 #include "graph/stats.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "zoo/models.h"
 #include "zoo_test_util.h"
 
 namespace sa {
@@ -91,6 +94,65 @@ TEST(Zoo, AdamAddsASecondMoment) {
     if (t.kind == TensorKind::kParam) params += t.bytes;
   EXPECT_EQ(persistent_bytes(adam) - persistent_bytes(sgd), params);
   EXPECT_EQ(adam.num_ops(), sgd.num_ops());
+}
+
+// Note [Zoo size ceiling]: every bound holds on built graphs of every
+// optimizer and precision, and is tight (the most generating variant meets
+// it up to the per-unit slack), so the ceiling refuses no model that fits.
+TEST(ZooSizeCeiling, BoundsHoldForEveryOptimizerAndPrecision) {
+  struct Case {
+    std::string model;
+    int seq_len;
+    ::sa::zoo::SizeBound bound;
+  };
+  const std::vector<Case> cases = {
+      {"rnn-1-1k", 1, ::sa::zoo::lstm_size_bound(1, false, 1)},
+      {"rnn-1-1k", 5, ::sa::zoo::lstm_size_bound(1, false, 5)},
+      {"rnn-3-1k", 4, ::sa::zoo::lstm_size_bound(3, false, 4)},
+      {"brnn-2-1k", 3, ::sa::zoo::lstm_size_bound(2, true, 3)},
+      {"rnn-1-1k", 0, ::sa::zoo::lstm_size_bound(1, false, 0)},  // the default 220 steps
+      {"mlp-1", 0, ::sa::zoo::mlp_size_bound(1)},
+      {"mlp-7", 0, ::sa::zoo::mlp_size_bound(7)},
+      {"nasnet-1", 0, ::sa::zoo::nasnet_size_bound(1)},
+      {"nasnet-3-64", 0, ::sa::zoo::nasnet_size_bound(3)},
+  };
+  for (const Case& c : cases) {
+    int64_t most_ops = 0, most_tensors = 0;
+    for (const char* opt : {"sgd", "sgd-plain", "adam"})
+      for (const char* precision : {"fp32", "bf16", "fp16"}) {
+        ZooOptions o;
+        o.model = c.model;
+        o.batch = 1;
+        o.optimizer = opt;
+        o.seq_len = c.seq_len;
+        o.precision = precision;
+        const Graph g = build_zoo_model(o);
+        SCOPED_TRACE(c.model + " " + opt + " " + precision);
+        EXPECT_LE(g.num_ops(), c.bound.ops);
+        EXPECT_LE(g.num_tensors(), c.bound.tensors);
+        most_ops = std::max<int64_t>(most_ops, g.num_ops());
+        most_tensors = std::max<int64_t>(most_tensors, g.num_tensors());
+      }
+    EXPECT_EQ(most_ops, c.bound.ops) << c.model;
+    EXPECT_EQ(most_tensors, c.bound.tensors) << c.model;
+  }
+}
+
+// Refused from the parameters, before building (these would take minutes
+// and gigabytes: rnn-1000-1k at 100,000 steps is 600 million ops).
+TEST(ZooSizeCeiling, RefusesBeforeBuilding) {
+  EXPECT_EQ(error_of("rnn-1000-1k", 1, "sgd", 100000),
+            "rnn-1000-1k at --seq-len 100000 would generate up to 600017027 ops and 700125035 "
+            "tensors, over the zoo's ceiling of 200000 ops and 250000 tensors (the largest graph "
+            "the graph reader is sure to accept; docs/zoo.md): use fewer layers or a shorter "
+            "sequence");
+  EXPECT_NE(error_of("brnn-1-1k", 1, "sgd", 16700).find("would generate up to"), std::string::npos);
+  EXPECT_NE(error_of("mlp-100000").find("mlp-100000 would generate up to 1200021 ops"),
+            std::string::npos);
+  EXPECT_NE(error_of("nasnet-1000").find("nasnet-1000 would generate up to 763114 ops"),
+            std::string::npos);
+  // Just under: the bound for brnn-1-1k at 16,600 steps is 199,261 ops.
+  EXPECT_EQ(::sa::zoo::lstm_size_bound(1, true, 16600).ops, 199261);
 }
 
 TEST(Zoo, CliWritesAGraphThatReadsBack) {
