@@ -10,6 +10,7 @@
 #include "plan/plan_io.h"
 #include "util/error.h"
 #include "util/file_io.h"
+#include "util/terminal.h"
 #include "zoo/zoo.h"
 
 namespace sa::cli {
@@ -63,7 +64,7 @@ CLI::Validator positive_int() {
 
 void print_warnings(const std::vector<std::string>& warnings) {
   for (const auto& w : warnings)
-    fmt::print(stderr, "swapadvisor: warning: {}\n", w);
+    fmt::print(stderr, "swapadvisor: warning: {}\n", terminal_message(w));
 }
 
 }  // namespace sa::cli
