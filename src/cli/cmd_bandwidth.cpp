@@ -16,6 +16,8 @@
 #include "runtime/math_rates.h"
 #include "util/error.h"
 #include "util/file_io.h"
+#include "util/json.h"
+#include "util/terminal.h"
 #include "util/units.h"
 
 namespace sa::cli {
@@ -180,10 +182,11 @@ void run_bandwidth(const BandwidthArgs& args) {
       j["gemm_tflops"] = r;
       j["gemm_size"] = gemm;
     }
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", dump_json(j, 2));
     return;
   }
-  fmt::print("device      {} ({} backend)\n", backend->device_name(), backend->name());
+  fmt::print("device      {} ({} backend)\n", terminal_safe(backend->device_name()),
+             backend->name());
   fmt::print("copies      {} x {} each way, host memory {}\n", args.repeats, format_bytes(*bytes),
              args.backend == "cuda" ? "pinned" : "malloc");
   fmt::print("h2d         {:.2f} GB/s\n", h2d);

@@ -9,6 +9,8 @@
 #include "report/stalls.h"
 #include "report/trace.h"
 #include "util/error.h"
+#include "util/json.h"
+#include "util/terminal.h"
 #include "util/units.h"
 
 namespace sa::cli {
@@ -59,12 +61,13 @@ void run_plan(const PlanArgs& args) {
                             {"collective_exposed_us", exposed}};
       if (in.batch) j["samples_per_s_total"] = in.dp.ranks * *in.batch / (s.iteration_us * 1e-6);
     }
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", dump_json(j, 2));
     return;
   }
-  fmt::print("graph         {} ({} ops, {} tensors)\n", in.graph.name, in.graph.num_ops(),
-             in.graph.num_tensors());
-  fmt::print("device        {}\n", in.device.name);
+  // Names from files: Note [Names on a terminal].
+  fmt::print("graph         {} ({} ops, {} tensors)\n", terminal_safe(in.graph.name),
+             in.graph.num_ops(), in.graph.num_tensors());
+  fmt::print("device        {}\n", terminal_safe(in.device.name));
   fmt::print("budget        {}\n", describe_budget(in));
   fmt::print("method        {} ({:.1f} s, {} evaluations)\n", r.name, r.planning_seconds,
              r.evaluations);
@@ -96,8 +99,8 @@ void run_plan(const PlanArgs& args) {
     fmt::print("device memory peak {} of a {} pool ({} classes, {} objects)\n",
                format_bytes(s.peak_device_bytes), format_bytes(r.plan.pool.total_bytes()),
                r.plan.pool.num_classes(), r.plan.num_objects());
-  if (!args.output.empty()) fmt::print("plan written  {}\n", args.output);
-  if (!args.trace.empty()) fmt::print("trace written {}\n", args.trace);
+  if (!args.output.empty()) fmt::print("plan written  {}\n", terminal_safe(args.output));
+  if (!args.trace.empty()) fmt::print("trace written {}\n", terminal_safe(args.trace));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "report/report.h"
 #include "util/error.h"
 #include "util/file_io.h"
+#include "util/terminal.h"
 #include "util/units.h"
 
 namespace sa::cli {
@@ -106,10 +107,11 @@ void run_report(ReportArgs args) {
                            .source = graph_source(args.planning.source)};
   write_report(report, args.output);
   const MethodResult& m = methods.front();
-  fmt::print("{}: {} plan, {} per iteration ({:.1f}% of the ideal {})\n", in.graph.name, m.name,
-             format_us(m.sim.iteration_us), 100 * problem.ideal_us / m.sim.iteration_us,
-             format_us(problem.ideal_us));
-  fmt::print("report written  {} ({})\n", args.output,
+  // Names from files (the method: a plan's): Note [Names on a terminal].
+  fmt::print("{}: {} plan, {} per iteration ({:.1f}% of the ideal {})\n",
+             terminal_safe(in.graph.name), terminal_safe(m.name), format_us(m.sim.iteration_us),
+             100 * problem.ideal_us / m.sim.iteration_us, format_us(problem.ideal_us));
+  fmt::print("report written  {} ({})\n", terminal_safe(args.output),
              format_bytes(static_cast<int64_t>(std::filesystem::file_size(args.output))));
 }
 

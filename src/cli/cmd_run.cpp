@@ -19,7 +19,9 @@
 #include "runtime/executor.h"
 #include "runtime/ranks.h"
 #include "util/error.h"
+#include "util/json.h"
 #include "util/limits.h"
+#include "util/terminal.h"
 #include "util/units.h"
 
 namespace sa::cli {
@@ -138,15 +140,17 @@ void run_run(const RunArgs& args) {
                         {"kernel_overrun_wall_us", r.kernel_overrun_wall_us},
                         {"kernel_overrun_us", overrun_us},
                         {"integrity", r.integrity}};
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", dump_json(j, 2));
   } else {
-    fmt::print("graph       {} ({} ops, {} tensors)\n", g.name, g.num_ops(), g.num_tensors());
+    // Names from files: Note [Names on a terminal].
+    fmt::print("graph       {} ({} ops, {} tensors)\n", terminal_safe(g.name), g.num_ops(),
+               g.num_tensors());
     if (rank.size > 1) fmt::print("rank        {} of {}\n", rank.rank, rank.size);
-    fmt::print("plan        {} ({} steps), budget {}\n", p.method, p.num_steps(),
+    fmt::print("plan        {} ({} steps), budget {}\n", terminal_safe(p.method), p.num_steps(),
                format_bytes(p.memory_budget));
-    fmt::print("backend     {} ({}), time scale {}{}\n", backend->name(), backend->device_name(),
-               args.time_scale,
-               paced ? fmt::format(", copies paced to {}", device.name)
+    fmt::print("backend     {} ({}), time scale {}{}\n", backend->name(),
+               terminal_safe(backend->device_name()), args.time_scale,
+               paced ? fmt::format(", copies paced to {}", terminal_safe(device.name))
                      : (args.backend == "host" ? ", copies unpaced" : ""));
     std::vector<std::string> walls;
     for (double w : r.iteration_wall_us)
@@ -155,7 +159,7 @@ void run_run(const RunArgs& args) {
     fmt::print("measured    {} per iteration (median{})\n", format_us(measured_us),
                scale != 1 ? ", wall time / time scale" : "");
     fmt::print("simulated   {} on {} (measured / simulated = {:.3f})\n", format_us(s.iteration_us),
-               device.name, ratio);
+               terminal_safe(device.name), ratio);
     fmt::print("swapped     {} in, {} out per iteration\n", format_bytes(r.swap_in_bytes),
                format_bytes(r.swap_out_bytes));
     if (args.backend == "host")

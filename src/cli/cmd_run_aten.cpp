@@ -12,6 +12,8 @@
 #include "runtime/aten_run.h"
 #include "runtime/ranks.h"
 #include "util/error.h"
+#include "util/json.h"
+#include "util/terminal.h"
 #include "util/units.h"
 
 namespace sa::cli {
@@ -79,15 +81,16 @@ void run_aten(const AtenRunArgs& a) {
                "swapadvisor: warning: {} was captured with torch {}, the kernels are libtorch "
                "{}'s: an op may compute differently across releases (capture again with the "
                "torch this swapadvisor was built against to compare with eager PyTorch)\n",
-               exec, program.torch_version.empty() ? "(unknown)" : program.torch_version,
+               terminal_safe(exec),
+               terminal_safe(program.torch_version.empty() ? "(unknown)" : program.torch_version),
                runtime::aten_torch_version());
   if (const auto late = runtime::random_ops_out_of_order(p, program))
     fmt::print(stderr,
                "swapadvisor: warning: the plan runs random op {} ({}) before op {} ({}), against "
                "program order: they draw other numbers than eager PyTorch does (as correct a "
                "training, not comparable bit for bit)\n",
-               late->first, program.ops[late->first].qualname, late->second,
-               program.ops[late->second].qualname);
+               late->first, terminal_safe(program.ops[late->first].qualname), late->second,
+               terminal_safe(program.ops[late->second].qualname));
   runtime::AtenRunOptions o;
   o.iterations = a.iterations;
   o.aten.threads = a.threads;
@@ -130,14 +133,16 @@ void run_aten(const AtenRunArgs& a) {
                           {"ops_recomputed", s.ops_recomputed},
                           {"random_replays", s.random_replays},
                           {"all_reduces", s.all_reduces}}}};
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", dump_json(j, 2));
     return;
   }
-  fmt::print("graph       {} ({} ops, {} tensors)\n", g.name, g.num_ops(), g.num_tensors());
+  // Names from files: Note [Names on a terminal].
+  fmt::print("graph       {} ({} ops, {} tensors)\n", terminal_safe(g.name), g.num_ops(),
+             g.num_tensors());
   if (rank.size > 1)
     fmt::print("rank        {} of {}, {} all-reduces of gradients\n", rank.rank, rank.size,
                s.all_reduces);
-  fmt::print("plan        {} ({} steps), budget {}\n", p.method, p.num_steps(),
+  fmt::print("plan        {} ({} steps), budget {}\n", terminal_safe(p.method), p.num_steps(),
              format_bytes(p.memory_budget));
   fmt::print("kernels     ATen: {}\n", r.kernels);
   for (size_t i = 0; i < r.losses.size(); ++i)
@@ -155,7 +160,7 @@ void run_aten(const AtenRunArgs& a) {
                s.ops_recomputed, s.random_replays);
   fmt::print("scratch     kernels' own allocations outside the arena peaked at {}\n",
              format_bytes(s.scratch_peak_bytes));
-  if (!save_values.empty()) fmt::print("state       written to {}\n", save_values);
+  if (!save_values.empty()) fmt::print("state       written to {}\n", terminal_safe(save_values));
 }
 
 }  // namespace sa::cli

@@ -9,6 +9,8 @@
 #include "plan/allocation.h"
 #include "plan/problem.h"
 #include "search/no_swap.h"
+#include "util/json.h"
+#include "util/terminal.h"
 #include "util/units.h"
 
 namespace sa::cli {
@@ -45,11 +47,13 @@ void run_stats(const StatsArgs& args) {
                         {"no_swap_floor_bytes", floor.bytes},
                         {"no_swap_floor_live_bytes", floor.live_bytes},
                         {"no_swap_floor_order", floor.order_name}};
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", dump_json(j, 2));
     return;
   }
-  fmt::print("graph             {}\n", g.name.empty() ? "(unnamed)" : g.name);
-  fmt::print("device            {}\n", dev.name);
+  // Names from files: Note [Names on a terminal].
+  const std::string device = terminal_safe(dev.name);
+  fmt::print("graph             {}\n", g.name.empty() ? "(unnamed)" : terminal_safe(g.name));
+  fmt::print("device            {}\n", device);
   fmt::print("ops               {}\n", s.ops);
   fmt::print("tensors           {}\n", s.tensors);
   fmt::print("persistent bytes  {} ({} B)\n", format_bytes(s.persistent_bytes), s.persistent_bytes);
@@ -64,14 +68,14 @@ void run_stats(const StatsArgs& args) {
              floor.order_name, format_bytes(floor.live_bytes));
   if (hungriest != kNoOp)
     fmt::print("largest op        {} ({} B, {}): no plan fits a smaller budget\n",
-               format_bytes(largest_op), largest_op, describe_op(g, hungriest));
+               format_bytes(largest_op), largest_op, terminal_safe(describe_op(g, hungriest)));
   fmt::print("distinct sizes    {}\n", s.distinct_sizes);
   fmt::print("flops             {:.4g}\n", s.flops);
-  fmt::print("ideal iteration   {} on {} (sum of op times)\n", format_us(ideal), dev.name);
+  fmt::print("ideal iteration   {} on {} (sum of op times)\n", format_us(ideal), device);
   if (s.peak_live_bytes > dev.memory_bytes)
     fmt::print("fits in memory    no: peak live is {:.1f}x the {}'s {}\n",
                static_cast<double>(s.peak_live_bytes) / static_cast<double>(dev.memory_bytes),
-               dev.name, format_bytes(dev.memory_bytes));
+               device, format_bytes(dev.memory_bytes));
   else
     fmt::print("fits in memory    yes ({} of {})\n", format_bytes(s.peak_live_bytes),
                format_bytes(dev.memory_bytes));

@@ -16,6 +16,8 @@
 #include "methods/sweep.h"
 #include "report/report.h"
 #include "util/error.h"
+#include "util/json.h"
+#include "util/terminal.h"
 #include "util/units.h"
 
 namespace sa::cli {
@@ -127,11 +129,12 @@ void run_sweep(SweepArgs args) {
       j["target_budget_bytes"] =
           r.target_budget ? nlohmann::json(*r.target_budget) : nlohmann::json(nullptr);
     }
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", dump_json(j, 2));
     return;
   }
-  fmt::print("{} on {}, {} allocator; ideal {}\n", in.graph.name, in.device.name,
-             to_string(o.method.allocator), format_us(r.ideal_us));
+  // Names from files: Note [Names on a terminal].
+  fmt::print("{} on {}, {} allocator; ideal {}\n", terminal_safe(in.graph.name),
+             terminal_safe(in.device.name), to_string(o.method.allocator), format_us(r.ideal_us));
   fmt::print(
       "peak live bytes {} (program order); no-swap floor {} ({} order); smallest "
       "feasible budget {}\n\n",
@@ -142,7 +145,8 @@ void run_sweep(SweepArgs args) {
   for (const SweepPoint& p : r.points) {
     const double of_peak = 100 * share_of(p.budget, r.peak_live);
     if (!p.feasible) {
-      fmt::print("{:>12} {:>6.1f}% no plan: {}\n", format_bytes(p.budget), of_peak, p.why);
+      fmt::print("{:>12} {:>6.1f}% no plan: {}\n", format_bytes(p.budget), of_peak,
+                 terminal_safe(p.why));
       continue;
     }
     // % of ideal rounded down: a row under the target never reads as reaching it.
@@ -159,7 +163,7 @@ void run_sweep(SweepArgs args) {
       fmt::print("\nno budget up to the peak live bytes reached {:g}% of ideal\n", 100 * *r.target);
   }
   if (!args.output.empty())
-    fmt::print("report written  {} ({})\n", args.output,
+    fmt::print("report written  {} ({})\n", terminal_safe(args.output),
                format_bytes(static_cast<int64_t>(std::filesystem::file_size(args.output))));
 }
 

@@ -7,6 +7,7 @@
 #include "graph/graph_io.h"
 #include "plan/verify.h"
 #include "util/error.h"
+#include "util/terminal.h"
 #include "util/units.h"
 
 namespace sa::cli {
@@ -30,7 +31,7 @@ void run_verify(VerifyArgs& args) {
   fmt::print(
       "{}: valid plan for {}{} ({} steps: {} ops, {} swap-ins, {} swap-outs, {} drops, {} "
       "recomputes; {} {} of a {} budget)\n",
-      args.plan, g.name.empty() ? args.graph : g.name,
+      terminal_safe(args.plan), terminal_safe(g.name.empty() ? args.graph : g.name),
       p.data_parallel.active() ? fmt::format(", one rank of {}", p.data_parallel.ranks) : "",
       p.num_steps(), g.num_ops(), t.swap_ins, t.swap_outs, t.drops, t.recomputes,
       p.allocator == Allocator::kArena ? "objects reach" : "pool", format_bytes(p.arena_bytes()),

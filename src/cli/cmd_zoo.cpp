@@ -6,6 +6,7 @@
 #include "graph/graph_io.h"
 #include "graph/stats.h"
 #include "util/error.h"
+#include "util/terminal.h"
 #include "util/units.h"
 #include "zoo/zoo.h"
 
@@ -30,8 +31,8 @@ void run_zoo(const ZooArgs& args) {
     throw Error("zoo: give the output file with -o FILE (.json or .json.gz)");
   const Graph g = args.source.load();
   write_graph(g, args.output);
-  fmt::print("wrote {}: {} ops, {} tensors, peak live {}\n", args.output, g.num_ops(),
-             g.num_tensors(), format_bytes(peak_live_bytes(g)));
+  fmt::print("wrote {}: {} ops, {} tensors, peak live {}\n", terminal_safe(args.output),
+             g.num_ops(), g.num_tensors(), format_bytes(peak_live_bytes(g)));
 }
 
 }  // namespace

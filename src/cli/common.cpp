@@ -11,6 +11,7 @@
 #include "util/error.h"
 #include "util/file_io.h"
 #include "util/suggest.h"
+#include "util/terminal.h"
 #include "zoo/zoo.h"
 
 namespace sa::cli {
@@ -118,13 +119,13 @@ std::string describe_parse_error(CLI::App& app, const CLI::ParseError& e) {
   const std::string where = cmd == &app ? "" : cmd->get_name() + ": ";
   const std::string help =
       cmd == &app ? "swapadvisor --help" : "swapadvisor " + cmd->get_name() + " --help";
-  return fmt::format("swapadvisor: error: {}{}{}\n(`{}` lists the options)", where, e.what(), hint,
-                     help);
+  return fmt::format("swapadvisor: error: {}{}{}\n(`{}` lists the options)", where,
+                     terminal_message(e.what()), terminal_message(hint), help);
 }
 
 void print_warnings(const std::vector<std::string>& warnings) {
   for (const auto& w : warnings)
-    fmt::print(stderr, "swapadvisor: warning: {}\n", w);
+    fmt::print(stderr, "swapadvisor: warning: {}\n", terminal_message(w));
 }
 
 }  // namespace sa::cli

@@ -13,6 +13,7 @@
 
 #include "cli/common.h"
 #include "util/error.h"
+#include "util/terminal.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"swapadvisor: train models larger than GPU memory by planning tensor swaps"};
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "{}\n", sa::cli::describe_parse_error(app, e));
     return 1;
   } catch (const sa::Error& e) {
-    fmt::print(stderr, "swapadvisor: error: {}\n", e.what());
+    // Messages quote names and paths from files: Note [Names on a terminal].
+    fmt::print(stderr, "swapadvisor: error: {}\n", sa::terminal_message(e.what()));
     return 1;
   } catch (const std::bad_alloc&) {
     fmt::print(stderr,
@@ -44,10 +46,11 @@ int main(int argc, char** argv) {
                "machine let swapadvisor have\n");
     return 1;
   } catch (const sa::InternalError& e) {
-    fmt::print(stderr, "swapadvisor: {}\n", e.what());
+    fmt::print(stderr, "swapadvisor: {}\n", sa::terminal_message(e.what()));
     return 2;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "swapadvisor: internal error (a bug in swapadvisor): {}\n", e.what());
+    fmt::print(stderr, "swapadvisor: internal error (a bug in swapadvisor): {}\n",
+               sa::terminal_message(e.what()));
     return 2;
   }
   return 0;

@@ -3,48 +3,12 @@
 #include <fmt/format.h>
 
 #include "report/assets.h"
+#include "report/html.h"
 #include "report/report_data.h"
 #include "util/error.h"
 #include "util/file_io.h"
 
 namespace sa {
-namespace {
-
-std::string escape_html(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-// JSON inside <script>: "</" could close the element; "<\/" is the same JSON.
-std::string escape_script(std::string json) {
-  std::string out;
-  out.reserve(json.size());
-  for (size_t i = 0; i < json.size(); ++i) {
-    out += json[i];
-    if (json[i] == '<' && i + 1 < json.size() && json[i + 1] == '/') out += '\\';
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string render_report(const ReportInput& in) {
   const std::string title = fmt::format("{}: swapadvisor report ({} on {})", in.graph.name,
@@ -52,7 +16,7 @@ std::string render_report(const ReportInput& in) {
   const std::pair<std::string_view, std::string> fills[] = {
       {"{{title}}", escape_html(title)},
       {"{{css}}", std::string(report_assets::kCss)},
-      {"{{data}}", escape_script(report_data_json(in))},
+      {"{{data}}", script_json(report_data_json(in))},
       {"{{js}}", std::string(report_assets::kJs)},
   };
   // The placeholders appear once each, in this order; what is filled in is

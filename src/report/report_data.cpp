@@ -7,17 +7,51 @@
 #include <nlohmann/json.hpp>
 
 #include "methods/methods.h"
+#include "report/labels.h"
 #include "report/stalls.h"
 #include "report/traffic.h"
 #include "util/error.h"
+#include "util/json.h"
 
 namespace sa {
 namespace {
 
 using nlohmann::json;
 
-int64_t ns(double us) {
-  return std::llround(us * 1e3);
+// Note [Report time unit]: the page's times are whole multiples of a unit
+// (time_unit_ns), 1 ns unless the plan's latest time is past kMaxUnits ns
+// (about 104 days), and then the smallest power of ten that brings it within.
+// So they stay exact integers both in int64 and in the page's doubles,
+// however long the simulated iteration (a plan of op times up to
+// kMaxOpUs each can last far longer than the 9.2e18 ns of an int64).
+constexpr double kMaxUnits = 9007199254740992.0;  // 2^53
+
+class TimeUnit {
+ public:
+  explicit TimeUnit(double latest_us) {
+    SA_CHECK(std::isfinite(latest_us) && latest_us >= 0, "the plan's times end at {} us",
+             latest_us);
+    while (latest_us * 1e3 / ns_ > kMaxUnits)
+      ns_ *= 10;
+  }
+  double ns() const { return ns_; }
+  // us in units, clamped to +-2^53 (no time of the plan is past the latest).
+  int64_t operator()(double us) const {
+    return std::llround(std::clamp(us * 1e3 / ns_, -kMaxUnits, kMaxUnits));
+  }
+
+ private:
+  double ns_ = 1;
+};
+
+// The latest time any column holds.
+double latest_us(const SimResult& sim) {
+  double t = std::max(0.0, sim.iteration_us);
+  for (const StepTiming& s : sim.timeline)
+    t = std::max({t, s.start_us, s.end_us});
+  for (const MemoryPoint& m : sim.memory)
+    t = std::max(t, m.time_us);
+  return t;
 }
 
 // Appends values as deltas from the previous one appended.
@@ -93,9 +127,13 @@ std::string report_data_json(const ReportInput& in) {
            "the report needs a simulated timeline ({} entries for {} steps)", sim.timeline.size(),
            p.num_steps());
   const PlanTraffic traffic = plan_traffic(g, p);
+  const TimeUnit ns(latest_us(sim));
+  const std::vector<std::string> tensor_label = tensor_labels(g);
 
   json data;
   data["version"] = 1;
+  // An integer while it is one exactly (up to 10^18).
+  data["time_unit_ns"] = ns.ns() <= 1e18 ? json(static_cast<int64_t>(ns.ns())) : json(ns.ns());
   data["summary"] = {{"graph", g.name},
                      {"source", in.source},
                      {"device", in.device.name},
@@ -161,7 +199,7 @@ std::string report_data_json(const ReportInput& in) {
       t_id.push_back(t);
       t_kind.push_back(static_cast<int>(g.tensors[t].kind));
       t_bytes.push_back(g.tensors[t].bytes);
-      t_name.push_back(g.tensors[t].name);
+      t_name.push_back(tensor_label[t]);
     }
     return row[t];
   };
@@ -246,7 +284,9 @@ std::string report_data_json(const ReportInput& in) {
          {{"object", object}, {"tenant", tenant}, {"begin", begin.values()}, {"dur", dur}}}};
   }
 
-  const std::vector<TensorTraffic> moved = tensor_traffic(g, p);
+  // The tensors that moved bytes: one only dropped (recomputed) moved none.
+  std::vector<TensorTraffic> moved = tensor_traffic(g, p);
+  std::erase_if(moved, [](const TensorTraffic& t) { return t.bytes == 0; });
   json tr = {{"tensor", json::array()}, {"in", json::array()},    {"out", json::array()},
              {"drops", json::array()},  {"bytes", json::array()}, {"total", moved.size()}};
   for (size_t i = 0; i < moved.size() && i < static_cast<size_t>(kReportTopRows); ++i) {
@@ -303,7 +343,7 @@ std::string report_data_json(const ReportInput& in) {
 
   // Last: every row that the tables above added is in.
   data["tensors"] = {{"id", t_id}, {"name", t_name}, {"kind", t_kind}, {"bytes", t_bytes}};
-  return data.dump(-1, ' ', false, json::error_handler_t::replace);
+  return dump_json(data);
 }
 
 }  // namespace sa

@@ -12,6 +12,7 @@
 #include "report/stalls.h"
 #include "util/error.h"
 #include "util/file_io.h"
+#include "util/json.h"
 #include "util/units.h"
 
 namespace sa {
@@ -26,8 +27,9 @@ constexpr int tid_of(Stream s) {
   return s == Stream::kCollective ? 5 : static_cast<int>(s) + 1;
 }
 
+// A JSON string; invalid UTF-8 in a name becomes U+FFFD (dump_json).
 std::string json_str(std::string_view s) {
-  return nlohmann::json(s).dump();
+  return dump_json(nlohmann::json(s));
 }
 
 class TraceWriter {
@@ -73,6 +75,7 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
   for (size_t i = 0; i < stalls.stalls.size(); ++i)
     stall_of[stalls.stalls[i].step] = static_cast<int32_t>(i);
 
+  const std::vector<std::string> tensor_label = tensor_labels(g);
   TraceWriter w;
   fmt::memory_buffer& out = w.buffer();
   nlohmann::json other = sim_result_json(sim);
@@ -82,7 +85,7 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
                 {"pool_bytes", p.arena_bytes()},
                 {"generator", "swapadvisor plan --trace"}});
   fmt::format_to(std::back_inserter(out), "{{\"displayTimeUnit\":\"ms\",\"otherData\":{},\n",
-                 other.dump());
+                 dump_json(other));
   out.append(std::string_view("\"traceEvents\":["));
 
   w.event(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":{}}}}})", kPid,
@@ -117,7 +120,7 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
                                        ? fmt::format("step {}: {} {}", x.culprit, to_string(c.kind),
                                                      op_label(g, c.subject))
                                        : fmt::format("step {}: {} of {}", x.culprit,
-                                                     to_string(c.kind), tensor_label(g, c.subject));
+                                                     to_string(c.kind), tensor_label[c.subject]);
           extra += fmt::format(R"(,"waited_for":{})", json_str(what));
         }
       }
@@ -131,7 +134,7 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
     }
     const Tensor& x = g.tensors[st.subject];
     const std::string name =
-        fmt::format("{} ({})", tensor_label(g, st.subject), format_bytes(x.bytes));
+        fmt::format("{} ({})", tensor_label[st.subject], format_bytes(x.bytes));
     const std::string args =
         fmt::format(R"("step":{},"tensor":{},"kind":"{}","bytes":{},"object":{},"class":{})", s,
                     st.subject, to_string(x.kind), x.bytes, st.object, p.objects[st.object].cls);

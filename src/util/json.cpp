@@ -22,6 +22,10 @@ std::string quote(std::string_view s) {
   return text;
 }
 
+std::string dump_json(const json& j, int indent) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
 std::string describe(const json& j) {
   switch (j.type()) {
     case json::value_t::null:

@@ -26,6 +26,13 @@ nlohmann::json parse_json(std::string_view text, std::string_view origin);
 // never invalid UTF-8.
 std::string quote(std::string_view s);
 
+// j as JSON text (indented by `indent` spaces, or on one line with -1), for
+// every JSON output (--json, --trace, the report's data). A string that is
+// not valid UTF-8 (a device profile's file stem can be anything the file
+// system allows) has its invalid bytes replaced by U+FFFD: nlohmann's
+// dump() would throw (type_error 316), which is no error of the user's.
+std::string dump_json(const nlohmann::json& j, int indent = -1);
+
 // What a value is, for an error message: "null", "true", "the string \"x\"",
 // "the number 5.5", "an array", "an object".
 std::string describe(const nlohmann::json& j);

@@ -6,16 +6,23 @@
 #     each canvas after its first draw);
 #   - its self-test (report.html#selftest) hovered every plot, found
 #     tooltips in each and selected a tensor by clicking the arena;
+#   - every table stays within the page's column (data-layout="ok": long
+#     names are cut, wide tables scroll in their box);
+#   - pages whose names are hostile (the name fuzzer, REPORT_NAMES) draw the
+#     same way, and so does a page whose times pass 2^63 ns;
 #   - screenshots are saved as test artifacts: ARTIFACTS/report*.png.
-# usage: browser_test.sh SWAPADVISOR TEST_DATA ARTIFACTS REPORT_SAMPLE
+# usage: browser_test.sh SWAPADVISOR TEST_DATA ARTIFACTS REPORT_SAMPLE REPORT_NAMES
 # (REPORT_SAMPLE: tests/report/report_sample.cpp, a page with an arena plan
-# and a budget sweep.)
+# and a budget sweep; REPORT_NAMES: tests/report/report_names.cpp, which
+# reads SA_NAME_FUZZ_ITERATIONS (pages, default 3) and SA_NAME_FUZZ_SEED.)
+# (grep -a: a page with a NUL in a name is still text.)
 # Exits 77 (CTest: skipped) when no chromium is installed.
 set -uo pipefail
 SA="$1"
 DATA="$2"
 ART="$3"
 SAMPLE="$4"
+NAMES="$5"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 source "$HERE/chromium.sh"
 if ! find_chromium; then
@@ -44,12 +51,14 @@ check_page() {
   run_chromium "$WORK" --dump-dom "file://$page" > "$WORK/$name.dom" 2> "$WORK/$name.log"
   local rc=$?
   [ $rc -eq 0 ] || { tail -20 "$WORK/$name.log"; fail "$name: chromium exited with $rc"; }
-  if grep -E ':CONSOLE[:(]' "$WORK/$name.log"; then
+  if grep -aE ':CONSOLE[:(]' "$WORK/$name.log"; then
     fail "$name: the page wrote to the console (above)"
   fi
-  grep -q 'data-errors=' "$WORK/$name.dom" && fail "$name: the page caught errors"
+  grep -aq 'data-errors=' "$WORK/$name.dom" && fail "$name: the page caught errors"
+  grep -aq 'data-layout="ok"' "$WORK/$name.dom" \
+    || fail "$name: a table overflows: $(grep -ao 'data-layout="[^"]*"' "$WORK/$name.dom" || echo 'no data-layout')"
   local drawn
-  drawn="$(grep -o 'data-drawn="timeline:[0-9]* memory:[0-9]* arena:[0-9]* sweep:[a-z0-9]*"' "$WORK/$name.dom")" \
+  drawn="$(grep -ao 'data-drawn="timeline:[0-9]* memory:[0-9]* arena:[0-9]* sweep:[a-z0-9]*"' "$WORK/$name.dom")" \
     || fail "$name: the plots did not draw (no data-drawn on <body>)"
   [[ "$drawn" =~ timeline:([0-9]+)\ memory:([0-9]+)\ arena:([0-9]+)\ sweep:([a-z0-9]+) ]] \
     || fail "$name: bad data-drawn: $drawn"
@@ -62,33 +71,52 @@ check_page() {
   if [ "$sweep" = 1 ]; then
     [[ "$sweep_points" =~ ^[0-9]+$ ]] && [ "$sweep_points" -gt 0 ] \
       || fail "$name: the budget sweep drew no points ($drawn)"
-    grep -q '<section id="sweep-section" hidden' "$WORK/$name.dom" && fail "$name: the sweep section is hidden"
+    grep -aq '<section id="sweep-section" hidden' "$WORK/$name.dom" && fail "$name: the sweep section is hidden"
     canvases=4
   else
     [ "$sweep_points" = none ] || fail "$name: a sweep drew without a sweep ($drawn)"
-    grep -q '<section id="sweep-section" hidden' "$WORK/$name.dom" || fail "$name: the empty sweep section shows"
+    grep -aq '<section id="sweep-section" hidden' "$WORK/$name.dom" || fail "$name: the empty sweep section shows"
   fi
-  [ "$(grep -o '<canvas id="[a-z]*"[^>]*data-drawn' "$WORK/$name.dom" | wc -l)" -eq "$canvases" ] \
+  [ "$(grep -ao '<canvas id="[a-z]*"[^>]*data-drawn' "$WORK/$name.dom" | wc -l)" -eq "$canvases" ] \
     || fail "$name: a canvas lacks data-drawn"
   local ms
-  ms="$(grep -o 'data-draw-ms="[0-9]*"' "$WORK/$name.dom" | grep -o '[0-9]*')"
+  ms="$(grep -ao 'data-draw-ms="[0-9]*"' "$WORK/$name.dom" | grep -ao '[0-9]*')"
   echo "$name: drawn ($drawn) $ms ms after navigation"
 }
 check_page "$ART/report.html" report 0
+# The ideal method's row is no-limit, explained in the note above the table.
+grep -aq '<span class="ell" title="no-limit">no-limit</span>' "$WORK/report.dom" \
+  || fail "report: no no-limit row in the comparison"
+grep -aq 'no-limit: the ideal method' "$WORK/report.dom" || fail "report: no note on no-limit"
 check_page "$WORK/plan-only.html" plan-only 0
 check_page "$ART/report-sweep.html" sweep 1
 # The page's self-test zooms, pans, hovers every lane, the arena and the
 # sweep, and clicks the tables and a tenancy.
 check_selftest() {
   local name="$1" sweep_tips="$2"
-  grep -Eq "data-selftest=\"ok tooltips:[1-9][0-9]* arena:[1-9][0-9]* click:ok sweep:$sweep_tips\"" "$WORK/$name.dom" \
-    || fail "$name: $(grep -o 'data-selftest="[^"]*"' "$WORK/$name.dom" || echo 'did not finish')"
-  echo "$name: $(grep -o 'data-selftest="[^"]*"' "$WORK/$name.dom")"
+  grep -aEq "data-selftest=\"ok tooltips:[1-9][0-9]* arena:[1-9][0-9]* click:ok sweep:$sweep_tips\"" "$WORK/$name.dom" \
+    || fail "$name: $(grep -ao 'data-selftest="[^"]*"' "$WORK/$name.dom" || echo 'did not finish')"
+  echo "$name: $(grep -ao 'data-selftest="[^"]*"' "$WORK/$name.dom")"
 }
 check_page "$ART/report.html#selftest" selftest 0
 check_selftest selftest none
 check_page "$ART/report-sweep.html#selftest" selftest-sweep 1
 check_selftest selftest-sweep '[1-9][0-9]*'
+
+# Hostile names: the page still parses and draws, and its self-test runs.
+mkdir -p "$WORK/names"
+"$NAMES" "$GRAPH" "$WORK/names" || fail "report_names failed"
+for page in "$WORK"/names/names-*.html; do
+  name="$(basename "$page" .html)"
+  check_page "$page" "$name" 0
+  grep -aq '<section id="stall-section"' "$WORK/$name.dom" || fail "$name: no stall section"
+done
+check_page "$WORK/names/names-0.html#selftest" names-selftest 0
+check_selftest names-selftest none
+cp "$WORK/names/names-0.html" "$ART/report-names.html"
+# Times past 2^63 ns: drawn, zoomed and panned without a hang.
+check_page "$WORK/names/long.html#selftest" long 0
+check_selftest long none
 
 screenshot() {
   rm -f "$2"
@@ -100,4 +128,5 @@ screenshot() {
 screenshot "$ART/report.html" "$ART/report.png" 1400,2600
 screenshot "$ART/report.html#selftest" "$ART/report-interaction.png" 1400,1250
 screenshot "$ART/report-sweep.html" "$ART/report-sweep.png" 1400,3000
+screenshot "$ART/report-names.html" "$ART/report-names.png" 1400,2600
 echo "PASS"

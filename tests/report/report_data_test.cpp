@@ -1,15 +1,19 @@
 // The report page: placeholders filled, data embedded safely and complete;
 // the arena and sweep data of hand-built plans (plan_fixture.h).
 
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "graph/graph_io.h"
+#include "graph/stats.h"
 #include "plan_fixture.h"
 #include "report/report.h"
 #include "report/report_data.h"
+#include "report/traffic.h"
 
 namespace sa {
 namespace {
@@ -212,6 +216,82 @@ TEST(ReportPage, FillsTheTemplateAndEscapesNames) {
   const json d = json::parse(html.substr(a + open.size(), b - a - open.size()));
   EXPECT_EQ(d["tensors"]["name"][0], "t0");
   EXPECT_NE(html.find("data-drawn"), std::string::npos);  // the page's script is in
+}
+
+// A plan that lasts past 2^63 ns (9.2e18): the fixture with every time x
+// 10^15, so the iteration ends at 59e15 us = 5.9e19 ns. The times were
+// integer ns, which overflowed; now they count units of 10^4 ns, the
+// smallest power of ten that keeps 5.9e19 ns within 2^53 (5.9e15 units):
+// Note [Report time unit].
+TEST(ReportData, VeryLongPlansKeepExactTimes) {
+  Report r;
+  constexpr double k = 1e15;
+  SimResult& sim = r.methods[0].sim;
+  for (StepTiming& t : sim.timeline) {
+    t.start_us *= k;
+    t.end_us *= k;
+  }
+  for (MemoryPoint& m : sim.memory)
+    m.time_us *= k;
+  sim.iteration_us *= k;
+  sim.stall_us *= k;
+  sim.compute_us *= k;
+  const json d = json::parse(report_data_json(r.input()));
+  EXPECT_EQ(d["time_unit_ns"], 10000);
+  const json& c = d["lanes"]["compute"];
+  constexpr int64_t u = 100'000'000'000'000;  // 1 us of the fixture: 10^15 us = 10^14 units
+  EXPECT_EQ(sums(c["start"]), (std::vector<int64_t>{4 * u, 24 * u, 49 * u, 58 * u}));
+  EXPECT_EQ(c["dur"], json({10 * u, 5 * u, 5 * u, 1 * u}));
+  EXPECT_EQ(sums(d["drops"]["time"]), (std::vector<int64_t>{14 * u, 58 * u}));
+  EXPECT_EQ(d["stalls"]["top"]["idle_ns"][0], 20 * u);
+  EXPECT_EQ(sums(d["arena"]["tenancies"]["begin"]),
+            (std::vector<int64_t>{0, 4 * u, 24 * u, 54 * u}));
+  // A plan of ordinary length counts nanoseconds.
+  EXPECT_EQ(json::parse(report_data_json(Report().input()))["time_unit_ns"], 1);
+}
+
+// The top-tensors table (issue 26, item 8): only tensors that moved bytes,
+// a checkpointing plan drops activations it never copies; and unnamed
+// tensors are named after the op that makes them.
+TEST(ReportData, TopTensorsMovedBytesAndHaveLabels) {
+  const Graph g = read_graph(testing::data_path("graphs/resnet50-b64.json.gz"));
+  const DeviceProfile dev = load_device("v100-16gb");
+  const Problem pb(g, dev, peak_live_bytes(g) * 7 / 10);
+  std::vector<MethodResult> methods{run_method("checkpoint", pb, {})};
+  ASSERT_TRUE(methods[0].feasible) << methods[0].why;
+  const std::vector<TensorTraffic> all = tensor_traffic(g, methods[0].plan);
+  const auto moved =
+      std::count_if(all.begin(), all.end(), [](const TensorTraffic& t) { return t.bytes > 0; });
+  ASSERT_LT(moved, static_cast<int64_t>(all.size()));  // some were only dropped
+  const ReportInput in{.graph = g,
+                       .device = dev,
+                       .budget = pb.budget,
+                       .peak_live = peak_live_bytes(g),
+                       .batch = 64,
+                       .ideal_us = pb.ideal_us,
+                       .methods = methods,
+                       .main = 0,
+                       .origin = "test",
+                       .source = "resnet50-b64"};
+  const json d = json::parse(report_data_json(in));
+  const json& tr = d["traffic"];
+  EXPECT_EQ(tr["total"], moved);
+  EXPECT_EQ(tr["bytes"].size(), static_cast<size_t>(moved));
+  for (const json& b : tr["bytes"])
+    EXPECT_GT(b.get<int64_t>(), 0);
+  // The graph names no op and no activation: its activations are called
+  // after their producers, "aten::<type> #<op>:out<k>".
+  const json& t = d["tensors"];
+  int activations = 0;
+  for (size_t i = 0; i < t["id"].size(); ++i) {
+    const int id = t["id"][i];
+    if (g.tensors[id].kind != TensorKind::kActivation) continue;
+    ++activations;
+    const std::string name = t["name"][i];
+    EXPECT_EQ(name.rfind("aten::", 0), 0u) << name;
+    EXPECT_NE(name.find(":out"), std::string::npos) << name;
+  }
+  EXPECT_GT(activations, 0);
 }
 
 }  // namespace

@@ -43,6 +43,12 @@
     return String(s).replace(/[&<>"']/g, (c) =>
       ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
   }
+  // A table cell for a name of any length: one line, cut with an ellipsis
+  // at the column's width (report.css, td.name .ell), the whole name in its
+  // title (shown on hover).
+  function nameCell(text, tail) {
+    return "<td class=name><span class=ell title='" + esc(text) + "'>" + esc(text) + "</span>" + (tail || "") + "</td>";
+  }
   function el(tag, attrs, html) {
     const e = document.createElement(tag);
     if (attrs) for (const k in attrs) e.setAttribute(k, attrs[k]);
@@ -52,19 +58,37 @@
 
   // -------------------------------------------------------------- decoding data
 
-  // Delta-encoded integers -> absolute values. Plot times stay in integer
-  // nanoseconds (exact in a double), so a step that starts when the previous
-  // one ends compares equal to it.
-  function undelta(a) {
+  // Delta-encoded integers -> absolute values. Plot times are nanoseconds:
+  // the data counts them in UNIT ns (1 unless the plan lasts past 2^53 ns;
+  // Note [Report data]), so they are added up as integers (exact in a
+  // double) and scaled after, and a step that starts when the previous one
+  // ends still compares equal to it.
+  const UNIT = D.time_unit_ns || 1;
+  function undelta(a, unit) {
     const out = new Float64Array(a.length);
     let acc = 0;
     for (let i = 0; i < a.length; i++) { acc += a[i]; out[i] = acc; }
+    if (unit !== undefined && unit !== 1) for (let i = 0; i < out.length; i++) out[i] *= unit;
     return out;
   }
+  const undeltaTime = (a) => undelta(a, UNIT);
+  // Start and end times (ns) of intervals given as Δstart and duration.
+  function intervals(rawStart, rawDur) {
+    const start = undelta(rawStart), end = new Float64Array(start.length);
+    for (let i = 0; i < start.length; i++) {
+      end[i] = (start[i] + rawDur[i]) * UNIT;
+      start[i] *= UNIT;
+    }
+    return { start: start, end: end };
+  }
+  // The stall tables' times, in ns.
+  if (UNIT !== 1) {
+    const top = D.stalls.top, bt = D.stalls.by_tensor;
+    for (const k of ["start_ns", "idle_ns", "culprit_start_ns"]) top[k] = top[k].map((v) => v * UNIT);
+    bt.idle_ns = bt.idle_ns.map((v) => v * UNIT);
+  }
   function lane(raw) {
-    const start = undelta(raw.start);
-    const end = new Float64Array(start.length);
-    for (let i = 0; i < start.length; i++) end[i] = start[i] + raw.dur[i];
+    const { start, end } = intervals(raw.start, raw.dur);
     return { start: start, end: end, subject: Int32Array.from(raw.subject), n: start.length };
   }
   const T = Math.max(1, Math.round(S.iteration_us * 1e3));  // ns, as every plot time
@@ -74,18 +98,17 @@
   const coll = lane(D.lanes.collective || { start: [], dur: [], subject: [] });
   compute.recompute = Uint8Array.from(D.lanes.compute.recompute || []);
   const isRecompute = (i) => i < compute.recompute.length && compute.recompute[i] === 1;
-  const drops = { time: undelta(D.drops.time), subject: Int32Array.from(D.drops.subject) };
+  const drops = { time: undeltaTime(D.drops.time), subject: Int32Array.from(D.drops.subject) };
   drops.n = drops.time.length;
-  const mem = { time: undelta(D.memory.time), bytes: undelta(D.memory.bytes) };
+  const mem = { time: undeltaTime(D.memory.time), bytes: undelta(D.memory.bytes) };
   mem.n = mem.time.length;
   // The arena: objects (address ranges) and their tenancies, sorted by begin.
   // maxEnd[i] is the latest end among tenancies 0..i (non-decreasing), so the
   // first one that can be visible from t0 on is found by binary search.
   const arena = (function () {
     const O = D.arena.objects, R = D.arena.tenancies;
-    const begin = undelta(R.begin), end = new Float64Array(begin.length), maxEnd = new Float64Array(begin.length);
+    const { start: begin, end } = intervals(R.begin, R.dur), maxEnd = new Float64Array(begin.length);
     for (let i = 0, m = 0; i < begin.length; i++) {
-      end[i] = begin[i] + R.dur[i];
       m = Math.max(m, end[i]);
       maxEnd[i] = m;
     }
@@ -121,7 +144,7 @@
     const stallShare = S.stall_us / S.iteration_us;
     $("headline").innerHTML = "One training iteration takes <b>" + fmtUs(S.iteration_us) +
       "</b>, <b>" + fmtPct(vsIdeal) + "</b> of the ideal throughput (" + fmtUs(S.ideal_us) +
-      " with unlimited memory). It copies " + fmtBytes(S.swap_in_bytes) + " to the device and " +
+      ", the sum of op times). It copies " + fmtBytes(S.swap_in_bytes) + " to the device and " +
       fmtBytes(S.swap_out_bytes) + " back, and the compute stream " +
       (S.stall_us > 0 ? "waits on copies for " + fmtUs(S.stall_us) + " (" + fmtPct(stallShare) + " of the iteration)."
                       : "never waits on a copy.");
@@ -151,22 +174,34 @@
 
   // ---------------------------------------------------------------- comparison
 
+  // The `ideal` method is no ideal: it plans with unlimited memory in
+  // program order and still copies to the device what the host holds (the
+  // batch), so it can take longer than the ideal iteration, the sum of op
+  // times, under which it would be listed. Shown as no-limit, with a note
+  // (swapadvisor compare does the same).
+  const methodLabel = (name) => name === "ideal" ? "no-limit" : name;
+  const NO_LIMIT_NOTE = "no-limit: the ideal method (--method ideal), unlimited memory in program order: its memory " +
+    "peak may pass the budget, and it still copies the batch to the device, so it can take longer than the ideal.";
+
   function renderComparison() {
     const t = $("compare");
     const ms = D.methods;
     const best = Math.max.apply(null, ms.filter((m) => m.feasible).map((m) => S.ideal_us / m.iteration_us));
-    $("compare-note").textContent = ms.length > 1
+    const noLimit = ms.some((m) => m.name === "ideal" && m.feasible);
+    $("compare-note").textContent = (ms.length > 1
       ? "Every method planned for the same graph, device and budget, and timed by the same simulator."
-      : "Only this plan was given. Add --baselines, or give compare's options instead of a plan, to compare methods.";
+      : "Only this plan was given. Add --baselines, or give compare's options instead of a plan, to compare methods.") +
+      " Throughput vs ideal is the ideal iteration (" + fmtUs(S.ideal_us) + ", the sum of op times) over the method's." +
+      (noLimit ? " " + NO_LIMIT_NOTE : "");
     let h = "<thead><tr><th>Method</th><th class=num>Iteration</th><th>Throughput vs ideal</th>" +
       (S.batch ? "<th class=num>Samples/s</th>" : "") +
       "<th class=num>Swapped in</th><th class=num>Swapped out</th><th class=num>Compute stall</th>" +
       "<th class=num>Memory peak</th><th class=num>Planning</th></tr></thead><tbody>";
     for (const m of ms) {
       const cls = m.main ? "main" : m.feasible ? "" : "off";
-      h += "<tr class='" + cls + "'><td>" + esc(m.name) + (m.main ? "<span class=tag>shown below</span>" : "") + "</td>";
+      h += "<tr class='" + cls + "'>" + nameCell(methodLabel(m.name), m.main ? "<span class=tag>shown below</span>" : "");
       if (!m.feasible) {
-        h += "<td colspan=" + (S.batch ? 8 : 7) + ">infeasible: " + esc(m.why) + "</td></tr>";
+        h += "<td colspan=" + (S.batch ? 8 : 7) + " class=why>infeasible: " + esc(m.why) + "</td></tr>";
         continue;
       }
       const v = S.ideal_us / m.iteration_us;
@@ -198,7 +233,7 @@
     for (let r = 0; r < n; r++) {
       const i = tr.tensor[r];
       h += "<tr data-tensor='" + i + "'" + (i === selectedTensor ? " class=selected" : "") + "><td class=num>" + (r + 1) +
-        "</td><td class=name title='" + esc(tensorLabel(i)) + "'>" + esc(tensorLabel(i)) + "</td><td>" + kindTag(i) +
+        "</td>" + nameCell(tensorLabel(i)) + "<td>" + kindTag(i) +
         "</td><td class=num>" + fmtBytes(tensors.bytes[i]) + "</td><td class=num>" + tr.in[r] +
         "</td><td class=num>" + tr.out[r] + "</td><td class=num>" + tr.drops[r] +
         "</td><td class=num>" + fmtBytes(tr.bytes[r]) + "</td></tr>";
@@ -231,10 +266,10 @@
       "<th class=num>Size</th></tr></thead><tbody>";
     for (let r = 0; r < Math.min(12, top.op.length); r++) {
       const k = top.culprit_kind[r], ti = top.culprit_tensor[r];
-      const what = ti >= 0 ? (k === 1 ? "swap-in of " : "swap-out of ") + esc(tensorLabel(ti)) : "—";
-      h += "<tr data-stall='" + r + "'><td class=name title='" + esc(opLabel(top.op[r])) + "'>" + esc(opLabel(top.op[r])) +
-        "</td><td class=num>" + fmtNs(top.start_ns[r]) + "</td><td class=num><b>" + fmtNs(top.idle_ns[r]) +
-        "</b></td><td class=name title='" + what + "'>" + what + "</td><td class=num>" +
+      const what = ti >= 0 ? (k === 1 ? "swap-in of " : "swap-out of ") + tensorLabel(ti) : "—";
+      h += "<tr data-stall='" + r + "'>" + nameCell(opLabel(top.op[r])) +
+        "<td class=num>" + fmtNs(top.start_ns[r]) + "</td><td class=num><b>" + fmtNs(top.idle_ns[r]) +
+        "</b></td>" + nameCell(what) + "<td class=num>" +
         (ti >= 0 ? fmtBytes(tensors.bytes[ti]) : "") + "</td></tr>";
     }
     if (top.op.length === 0) h += "<tr><td colspan=5 class=empty>No stalls.</td></tr>";
@@ -246,8 +281,8 @@
     for (let r = 0; r < Math.min(12, bt.tensor.length); r++) {
       const i = bt.tensor[r];
       const via = bt.via_in[r] && bt.via_out[r] ? "both" : bt.via_out[r] ? "swap-out" : "swap-in";
-      h += "<tr data-tensor='" + i + "'><td class=name title='" + esc(tensorLabel(i)) + "'>" + esc(tensorLabel(i)) +
-        "</td><td>" + kindTag(i) + "</td><td>" + via + "</td><td class=num>" + bt.stalls[r] + "</td><td class=num><b>" +
+      h += "<tr data-tensor='" + i + "'>" + nameCell(tensorLabel(i)) +
+        "<td>" + kindTag(i) + "</td><td>" + via + "</td><td class=num>" + bt.stalls[r] + "</td><td class=num><b>" +
         fmtNs(bt.idle_ns[r]) + "</b></td><td class=num>" + fmtPct(bt.idle_ns[r] * 1e-3 / Math.max(st.total_us, 1e-9)) +
         "</td></tr>";
     }
@@ -301,7 +336,10 @@
   let hover = null;  // {lane, index} or {memory: t}
 
   function setView(t0, t1) {
-    const minSpan = Math.min(50, T);    // ns
+    // At least 50 ns, and at least a 10^-12 of the iteration: a double holds
+    // about 16 digits, so a narrower view of a very long one could not tell
+    // its ends apart.
+    const minSpan = Math.max(Math.min(50, T), T * 1e-12);  // ns
     let span = Math.max(t1 - t0, minSpan);
     span = Math.min(span, T);
     t0 = Math.max(0, Math.min(t0, T - span));
@@ -354,7 +392,10 @@
     ctx.font = "11px system-ui, 'DejaVu Sans', sans-serif";
     ctx.textBaseline = "middle";
     ctx.textAlign = "center";
-    for (let t = Math.ceil(view.t0 / step) * step; t <= view.t1 + 1e-9; t += step) {
+    // Ticks by index: t += step would stop moving where step is below a
+    // double's resolution of t (a very long iteration).
+    for (let j = Math.ceil(view.t0 / step), n = 0; j * step <= view.t1 + 1e-9 && n < 1000; j++, n++) {
+      const t = j * step;
       const x = Math.round(x0 + (t - view.t0) * k) + 0.5;
       ctx.fillStyle = COLORS.grid;
       ctx.fillRect(x - 0.5, y, 1, h);
@@ -944,7 +985,7 @@
       h += P.feasible[i]
         ? "<td class=num>" + fmtPct(P.throughput[i]) + "</td><td class=num>" + fmtUs(P.iteration_us[i]) + "</td><td class=num>" +
           (P.swap_in_bytes[i] / 1e9).toFixed(2) + "</td><td class=num>" + (P.swap_out_bytes[i] / 1e9).toFixed(2) + "</td></tr>"
-        : "<td colspan=4>infeasible: " + esc(P.why[i]) + "</td></tr>";
+        : "<td colspan=4 class=why>infeasible: " + esc(P.why[i]) + "</td></tr>";
     }
     $("sweep-table").innerHTML = h + "</tbody>";
   }
@@ -1213,6 +1254,23 @@
     setView(mid - half, mid + half);
   }
 
+  // Whether the page fits its window's width and every table stays within
+  // the page's column (long names are cut or wrap, wide tables scroll in
+  // their box): "ok", or "overflow:" and what does not ("page" for the
+  // whole), for the browser test (data-layout on <body>).
+  function layoutCheck() {
+    const main = document.querySelector("main").getBoundingClientRect();
+    const out = [];
+    const root = document.documentElement;
+    if (root.scrollWidth > root.clientWidth + 1) out.push("page");
+    for (const w of document.querySelectorAll(".table-wrap")) {
+      const r = w.getBoundingClientRect();
+      if (r.width > 0 && (r.left < main.left - 1 || r.right > main.right + 1))
+        out.push(w.firstElementChild ? w.firstElementChild.id : "?");
+    }
+    return out.length ? "overflow:" + out.join(",") : "ok";
+  }
+
   function selfTest() {
     const c = $("timeline"), m = $("memory");
     const fire = (target, type, x, y, extra) => {
@@ -1319,6 +1377,7 @@
   const sweepPoints = drawSweep();
   document.body.setAttribute("data-drawn", "timeline:" + steps + " memory:" + points + " arena:" + tenancies +
     " sweep:" + (sweepPoints < 0 ? "none" : sweepPoints));
+  document.body.setAttribute("data-layout", layoutCheck());
   document.body.setAttribute("data-draw-ms", performance.now().toFixed(0));
   document.body.setAttribute("data-script-ms", scriptStart.toFixed(0));
   // report.html#selftest: drive the page as a person would (zoom, hover every
