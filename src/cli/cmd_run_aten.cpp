@@ -72,7 +72,7 @@ void run_aten(const AtenRunArgs& a) {
   runtime::AtenProgram program = runtime::read_aten_program(exec, captured);
   if (p.data_parallel.active()) program = runtime::with_collectives(program, g);
   const runtime::ValuesFile initial = runtime::read_values_file(values);
-  runtime::check_values_against(initial, g, values);
+  runtime::check_values_against(initial, g, values, program.storage_bytes);
   if (runtime::aten_available() &&
       !runtime::same_torch_release(program.torch_version, runtime::aten_torch_version()))
     fmt::print(stderr,
