@@ -34,6 +34,7 @@
 #include <fmt/ranges.h>
 #include <torch/csrc/api/include/torch/version.h>
 
+#include "runtime/aten_access.h"
 #include "runtime/placement_slots.h"
 #include "util/error.h"
 
@@ -162,6 +163,57 @@ struct PreparedOp {
   const c10::FunctionSchema* schema = nullptr;
 };
 
+// Note [ATen access check]: the schema as runtime/aten_access.h reads it.
+bool takes_tensors(const c10::TypePtr& t) {
+  using K = c10::TypeKind;
+  switch (t->kind()) {
+    case K::TensorType:
+      return true;
+    case K::OptionalType:
+      return takes_tensors(t->expectRef<c10::OptionalType>().getElementType());
+    case K::ListType:
+      return takes_tensors(t->expectRef<c10::ListType>().getElementType());
+    default:
+      return false;
+  }
+}
+
+// Tensor(a!) and Tensor(a!)[] (whose write may be on the elements' alias set).
+bool writes(const c10::AliasInfo* a) {
+  if (!a) return false;
+  if (a->isWrite()) return true;
+  return std::any_of(a->containedTypes().begin(), a->containedTypes().end(),
+                     [](const c10::AliasInfo& c) { return writes(&c); });
+}
+
+AtenReturn return_kind(const c10::TypePtr& t) {
+  using K = c10::TypeKind;
+  if (t->kind() == K::ListType)
+    return takes_tensors(t->expectRef<c10::ListType>().getElementType()) ? AtenReturn::kTensorList
+                                                                         : AtenReturn::kOther;
+  return takes_tensors(t) ? AtenReturn::kTensor : AtenReturn::kOther;
+}
+
+AtenSchema describe_schema(const c10::FunctionSchema& fs) {
+  AtenSchema s;
+  s.name = fs.name() + (fs.overload_name().empty() ? "" : "." + fs.overload_name());
+  for (const c10::Argument& a : fs.arguments()) {
+    AtenSchemaArgument x;
+    x.name = a.name();
+    x.type = a.type()->str();
+    x.kwarg_only = a.kwarg_only();
+    x.has_default = a.default_value().has_value();
+    if (a.default_value() && a.default_value()->isBool())
+      x.default_bool = a.default_value()->toBool();
+    x.takes_tensors = takes_tensors(a.type());
+    x.writes = writes(a.alias_info());
+    s.arguments.push_back(std::move(x));
+  }
+  for (const c10::Argument& r : fs.returns())
+    s.returns.push_back(return_kind(r.type()));
+  return s;
+}
+
 class TorchKernels final : public AtenKernels {
  public:
   TorchKernels(const Graph& g, const AtenProgram& p, const AtenOptions& o) : g_(g), p_(p), o_(o) {
@@ -187,7 +239,8 @@ class TorchKernels final : public AtenKernels {
     if (o.threads > 0) at::set_num_threads(o.threads);
     auto& d = c10::Dispatcher::singleton();
     ops_.reserve(p.ops.size());
-    for (const AtenOp& op : p.ops) {
+    for (OpId o = 0; o < static_cast<OpId>(p.ops.size()); ++o) {
+      const AtenOp& op = p.ops[o];
       if (op.name == kCollectiveTypes[0]) {  // Note [ATen data parallelism]
         ops_.push_back(std::nullopt);
         continue;
@@ -197,6 +250,8 @@ class TorchKernels final : public AtenKernels {
         throw Error(fmt::format("{}: libtorch {} has no operator {}{}{} (captured with torch {})",
                                 p.origin, TORCH_VERSION, op.name, op.overload.empty() ? "" : ".",
                                 op.overload, p.torch_version));
+      // Before anything runs (Note [ATen access check]).
+      check_aten_access(g, p, o, describe_schema(h->schema()));
       ops_.push_back(PreparedOp{*h, &h->schema()});
     }
     rng_before_.resize(p.ops.size());
@@ -643,8 +698,14 @@ class TorchKernels final : public AtenKernels {
       if (enc.is_null()) continue;
       if (enc.is_array()) {
         const auto list = stack[i].toTensorList();
-        for (size_t j = 0; j < enc.size() && j < list.size(); ++j)
-          if (!enc[j].is_null()) place(call, enc[j], list.get(j));
+        for (size_t j = 0; j < enc.size(); ++j) {
+          if (enc[j].is_null()) continue;
+          // An output the op did not return would keep what its object held.
+          if (j >= list.size())
+            throw Error(fmt::format("return {} is a list of {} tensors, the exec file places {}", i,
+                                    list.size(), enc.size()));
+          place(call, enc[j], list.get(j));
+        }
       } else {
         place(call, enc, stack[i].toTensor());
       }
