@@ -37,6 +37,7 @@
 #include "runtime/aten_access.h"
 #include "runtime/placement_slots.h"
 #include "util/error.h"
+#include "util/json.h"
 
 #ifndef SA_ATEN_CUDA
 #define SA_ATEN_CUDA 0  // set by aten.cmake when libtorch has CUDA
@@ -83,7 +84,7 @@ c10::ScalarType scalar_type(const std::string& d) {
       {"complex128", c10::kComplexDouble}};
   for (const auto& [name, t] : kTypes)
     if (d == name) return t;
-  throw Error(fmt::format("unsupported dtype {}", d));
+  throw Error(fmt::format("unsupported dtype {}", quote(d)));
 }
 
 c10::MemoryFormat memory_format(const std::string& m) {
@@ -91,11 +92,33 @@ c10::MemoryFormat memory_format(const std::string& m) {
   if (m == "channels_last") return c10::MemoryFormat::ChannelsLast;
   if (m == "channels_last_3d") return c10::MemoryFormat::ChannelsLast3d;
   if (m == "preserve_format") return c10::MemoryFormat::Preserve;
-  throw Error(fmt::format("unsupported memory format {}", m));
+  throw Error(fmt::format("unsupported memory format {}", quote(m)));
 }
 
 std::vector<int64_t> ints(const json& j) {
   return j.get<std::vector<int64_t>>();
+}
+
+// An encoded value for an error message: at most kMaxExcerpt bytes of its
+// JSON (an exec file's argument may be megabytes long).
+constexpr size_t kMaxExcerpt = 80;
+
+std::string excerpt(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > kMaxExcerpt)
+    s = fmt::format("{}...({} bytes)", s.substr(0, kMaxExcerpt), s.size());
+  return s;
+}
+
+// libtorch's message, cut to its first kMaxTorchMessage bytes: some quote
+// their arguments whole.
+constexpr size_t kMaxTorchMessage = 2000;
+
+std::string torch_message(const c10::Error& e) {
+  std::string s = e.what_without_backtrace();
+  if (s.size() > kMaxTorchMessage)
+    s = fmt::format("{}...({} bytes)", s.substr(0, kMaxTorchMessage), s.size());
+  return s;
 }
 
 double decode_float(const json& v) {
@@ -104,7 +127,7 @@ double decode_float(const json& v) {
     if (s == "inf") return std::numeric_limits<double>::infinity();
     if (s == "-inf") return -std::numeric_limits<double>::infinity();
     if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    throw Error(fmt::format("bad float {}", s));
+    throw Error(fmt::format("bad float {}", quote(s)));
   }
   return v.get<double>();
 }
@@ -119,7 +142,7 @@ c10::Scalar number(const json& v) {
   if (v.is_object() && v.contains("complex"))
     return c10::Scalar(
         c10::complex<double>(decode_float(v.at("complex")[0]), decode_float(v.at("complex")[1])));
-  throw Error(fmt::format("expected a number, got {}", v.dump()));
+  throw Error(fmt::format("expected a number, got {}", excerpt(v)));
 }
 
 // Kernel allocations on the CPU: the planned object for an expected output,
@@ -352,7 +375,7 @@ class TorchKernels final : public AtenKernels {
       else
         again ? run_again(o, ptrs, stream) : run_first(o, ptrs, stream);
     } catch (const c10::Error& e) {
-      throw Error(fmt::format("op {} ({}): {}", o, p_.ops[o].qualname, e.what_without_backtrace()));
+      throw Error(fmt::format("op {} ({}): {}", o, p_.ops[o].qualname, torch_message(e)));
     } catch (const json::exception& e) {
       throw Error(
           fmt::format("op {} ({}): bad argument encoding: {}", o, p_.ops[o].qualname, e.what()));
@@ -488,7 +511,7 @@ class TorchKernels final : public AtenKernels {
       default:
         break;
     }
-    throw Error(fmt::format("cannot pass {} as {}", v.dump().substr(0, 80), type->str()));
+    throw Error(fmt::format("cannot pass {} as {}", excerpt(v), type->str()));
   }
 
   c10::IValue decode_list(const json& v, const c10::TypePtr& elem, Call& call) {
@@ -497,7 +520,7 @@ class TorchKernels final : public AtenKernels {
       // "int[2] stride=1": a single int for a fixed-size list
       if (v.is_number_integer() && (elem->kind() == K::IntType || elem->kind() == K::SymIntType))
         return c10::IValue(c10::List<int64_t>({v.get<int64_t>()}));
-      throw Error(fmt::format("expected a list, got {}", v.dump().substr(0, 80)));
+      throw Error(fmt::format("expected a list, got {}", excerpt(v)));
     }
     switch (elem->kind()) {
       case K::IntType:

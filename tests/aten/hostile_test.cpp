@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/graph_io.h"
+#include "runtime/aten_kernels.h"
 #include "runtime/aten_program.h"
 #include "runtime/values_file.h"
 #include "test_util.h"
@@ -140,6 +141,33 @@ TEST_F(ExecEdit, WronglyTypedFieldsAreNamed) {
   EXPECT_EQ(error(),
             "graph: made for graph \"tiny_mlp\" (30.0 ops, 30 tensors), not for \"tiny_mlp\" (30 "
             "ops, 30 tensors)");
+}
+
+// Issue 26: an argument error quoted the whole argument (7.4 MB of text).
+// Now at most 80 bytes of it, or 60 of a string.
+TEST_F(ExecEdit, ArgumentErrorsQuoteAShortExcerpt) {
+  if (!aten_available()) GTEST_SKIP() << "built without libtorch";
+  const std::string big(1'000'000, '7');
+  const ValuesFile init = read_values_file(data_path("capture/tiny_mlp.values.bin"));
+  auto run_error = [&] {
+    return error_of(
+        [&] { run_program_order(g_, parse_aten_program(doc_.dump(), "x.json", g_), init, 1, {}); });
+  };
+  const json captured = doc_;
+  // add.Tensor(t7, 1.0): "other" a float written as {"float": ...}.
+  doc_["ops"][4]["args"][1] = {{"float", big}};
+  EXPECT_EQ(run_error(),
+            "op 4 (aten::add.Tensor): bad float \"" + big.substr(0, 60) + "...(1000000 bytes)\"");
+  doc_ = captured;
+  // ones_like(t14, dtype=...): a dtype no one has heard of.
+  doc_["ops"][8]["kwargs"]["dtype"] = {{"dtype", big}};
+  EXPECT_EQ(run_error(), "op 8 (aten::ones_like.default): unsupported dtype \"" +
+                             big.substr(0, 60) + "...(1000000 bytes)\"");
+  doc_ = captured;
+  // A list where the schema takes a number.
+  doc_["ops"][4]["kwargs"]["alpha"] = json::array({big});
+  EXPECT_EQ(run_error(), "op 4 (aten::add.Tensor): expected a number, got [\"" + big.substr(0, 78) +
+                             "...(1000004 bytes)");
 }
 
 std::string read_values_error(const std::string& file) {
