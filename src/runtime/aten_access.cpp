@@ -70,7 +70,9 @@ void check_aten_access(const Graph& g, const AtenProgram& p, OpId o, const AtenS
   if (pos != op.args.size())
     fail(fmt::format("{} positional arguments for a schema with {} ({})", op.args.size(), pos,
                      s.name));
-  for (const auto& [key, value] : op.kwargs.items()) {
+  for (auto kw = op.kwargs.begin(); kw != op.kwargs.end(); ++kw) {
+    // (not a structured binding: clang 14 cannot capture one in a lambda)
+    const std::string& key = kw.key();
     const auto it = std::find_if(s.arguments.begin(), s.arguments.end(),
                                  [&](const AtenSchemaArgument& a) { return a.name == key; });
     if (it == s.arguments.end())
