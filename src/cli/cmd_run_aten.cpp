@@ -74,7 +74,7 @@ void run_aten(const AtenRunArgs& a) {
   runtime::AtenProgram program = runtime::read_aten_program(exec, captured);
   if (p.data_parallel.active()) program = runtime::with_collectives(program, g);
   const runtime::ValuesFile initial = runtime::read_values_file(values);
-  runtime::check_values_against(initial, g, values);
+  runtime::check_values_against(initial, g, values, program.storage_bytes);
   if (runtime::aten_available() &&
       !runtime::same_torch_release(program.torch_version, runtime::aten_torch_version()))
     fmt::print(stderr,
@@ -121,7 +121,7 @@ void run_aten(const AtenRunArgs& a) {
                         {"peak_device_bytes", r.run.peak_device_bytes},
                         {"arena_bytes", r.run.arena_bytes},
                         {"memory_budget_bytes", p.memory_budget},
-                        {"pool_bytes", p.pool.total_bytes()},
+                        {"pool_bytes", p.arena_bytes()},
                         {"aten",
                          {{"ops_run", s.ops_run},
                           {"outputs_placed", s.outputs_placed},
@@ -150,9 +150,11 @@ void run_aten(const AtenRunArgs& a) {
                i < r.run.iteration_wall_us.size() ? format_us(r.run.iteration_wall_us[i]) : "");
   fmt::print("swapped     {} in, {} out per iteration\n", format_bytes(r.run.swap_in_bytes),
              format_bytes(r.run.swap_out_bytes));
-  fmt::print("device      peak {} in use; arena {} (the budget), pool {}\n",
+  // As `run` says it: an arena plan has no pool, its objects reach
+  // arena_bytes() (a size-class plan's pool is as large).
+  fmt::print("device      peak {} in use; arena {} (the budget), objects reach {}\n",
              format_bytes(r.run.peak_device_bytes), format_bytes(r.run.arena_bytes),
-             format_bytes(p.pool.total_bytes()));
+             format_bytes(p.arena_bytes()));
   fmt::print("outputs     {} placed by the allocator, {} copied ({}, {})\n", s.outputs_placed,
              s.outputs_copied, format_bytes(s.copied_bytes), format_us(s.copy_us));
   if (s.ops_recomputed > 0)

@@ -3,7 +3,9 @@
 # program-order runner are always built; the kernels themselves only when
 # libtorch was found (SA_HAVE_TORCH, cmake/torch.cmake), as a plugin that the
 # core loads on first use (aten_loader.cpp).
-target_sources(swapadvisor_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/aten_program.cpp
+target_sources(swapadvisor_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/aten_access.cpp
+                                        ${CMAKE_CURRENT_LIST_DIR}/aten_allowlist.cpp
+                                        ${CMAKE_CURRENT_LIST_DIR}/aten_program.cpp
                                         ${CMAKE_CURRENT_LIST_DIR}/values_file.cpp
                                         ${CMAKE_CURRENT_LIST_DIR}/aten_runner.cpp
                                         ${CMAKE_CURRENT_LIST_DIR}/aten_run.cpp)

@@ -34,8 +34,10 @@
 #include <fmt/ranges.h>
 #include <torch/csrc/api/include/torch/version.h>
 
+#include "runtime/aten_access.h"
 #include "runtime/placement_slots.h"
 #include "util/error.h"
+#include "util/json.h"
 
 #ifndef SA_ATEN_CUDA
 #define SA_ATEN_CUDA 0  // set by aten.cmake when libtorch has CUDA
@@ -82,7 +84,7 @@ c10::ScalarType scalar_type(const std::string& d) {
       {"complex128", c10::kComplexDouble}};
   for (const auto& [name, t] : kTypes)
     if (d == name) return t;
-  throw Error(fmt::format("unsupported dtype {}", d));
+  throw Error(fmt::format("unsupported dtype {}", quote(d)));
 }
 
 c10::MemoryFormat memory_format(const std::string& m) {
@@ -90,11 +92,33 @@ c10::MemoryFormat memory_format(const std::string& m) {
   if (m == "channels_last") return c10::MemoryFormat::ChannelsLast;
   if (m == "channels_last_3d") return c10::MemoryFormat::ChannelsLast3d;
   if (m == "preserve_format") return c10::MemoryFormat::Preserve;
-  throw Error(fmt::format("unsupported memory format {}", m));
+  throw Error(fmt::format("unsupported memory format {}", quote(m)));
 }
 
 std::vector<int64_t> ints(const json& j) {
   return j.get<std::vector<int64_t>>();
+}
+
+// An encoded value for an error message: at most kMaxExcerpt bytes of its
+// JSON (an exec file's argument may be megabytes long).
+constexpr size_t kMaxExcerpt = 80;
+
+std::string excerpt(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > kMaxExcerpt)
+    s = fmt::format("{}...({} bytes)", s.substr(0, kMaxExcerpt), s.size());
+  return s;
+}
+
+// libtorch's message, cut to its first kMaxTorchMessage bytes: some quote
+// their arguments whole.
+constexpr size_t kMaxTorchMessage = 2000;
+
+std::string torch_message(const c10::Error& e) {
+  std::string s = e.what_without_backtrace();
+  if (s.size() > kMaxTorchMessage)
+    s = fmt::format("{}...({} bytes)", s.substr(0, kMaxTorchMessage), s.size());
+  return s;
 }
 
 double decode_float(const json& v) {
@@ -103,7 +127,7 @@ double decode_float(const json& v) {
     if (s == "inf") return std::numeric_limits<double>::infinity();
     if (s == "-inf") return -std::numeric_limits<double>::infinity();
     if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    throw Error(fmt::format("bad float {}", s));
+    throw Error(fmt::format("bad float {}", quote(s)));
   }
   return v.get<double>();
 }
@@ -118,7 +142,7 @@ c10::Scalar number(const json& v) {
   if (v.is_object() && v.contains("complex"))
     return c10::Scalar(
         c10::complex<double>(decode_float(v.at("complex")[0]), decode_float(v.at("complex")[1])));
-  throw Error(fmt::format("expected a number, got {}", v.dump()));
+  throw Error(fmt::format("expected a number, got {}", excerpt(v)));
 }
 
 // Kernel allocations on the CPU: the planned object for an expected output,
@@ -162,6 +186,57 @@ struct PreparedOp {
   const c10::FunctionSchema* schema = nullptr;
 };
 
+// Note [ATen access check]: the schema as runtime/aten_access.h reads it.
+bool takes_tensors(const c10::TypePtr& t) {
+  using K = c10::TypeKind;
+  switch (t->kind()) {
+    case K::TensorType:
+      return true;
+    case K::OptionalType:
+      return takes_tensors(t->expectRef<c10::OptionalType>().getElementType());
+    case K::ListType:
+      return takes_tensors(t->expectRef<c10::ListType>().getElementType());
+    default:
+      return false;
+  }
+}
+
+// Tensor(a!) and Tensor(a!)[] (whose write may be on the elements' alias set).
+bool writes(const c10::AliasInfo* a) {
+  if (!a) return false;
+  if (a->isWrite()) return true;
+  return std::any_of(a->containedTypes().begin(), a->containedTypes().end(),
+                     [](const c10::AliasInfo& c) { return writes(&c); });
+}
+
+AtenReturn return_kind(const c10::TypePtr& t) {
+  using K = c10::TypeKind;
+  if (t->kind() == K::ListType)
+    return takes_tensors(t->expectRef<c10::ListType>().getElementType()) ? AtenReturn::kTensorList
+                                                                         : AtenReturn::kOther;
+  return takes_tensors(t) ? AtenReturn::kTensor : AtenReturn::kOther;
+}
+
+AtenSchema describe_schema(const c10::FunctionSchema& fs) {
+  AtenSchema s;
+  s.name = fs.name() + (fs.overload_name().empty() ? "" : "." + fs.overload_name());
+  for (const c10::Argument& a : fs.arguments()) {
+    AtenSchemaArgument x;
+    x.name = a.name();
+    x.type = a.type()->str();
+    x.kwarg_only = a.kwarg_only();
+    x.has_default = a.default_value().has_value();
+    if (a.default_value() && a.default_value()->isBool())
+      x.default_bool = a.default_value()->toBool();
+    x.takes_tensors = takes_tensors(a.type());
+    x.writes = writes(a.alias_info());
+    s.arguments.push_back(std::move(x));
+  }
+  for (const c10::Argument& r : fs.returns())
+    s.returns.push_back(return_kind(r.type()));
+  return s;
+}
+
 class TorchKernels final : public AtenKernels {
  public:
   TorchKernels(const Graph& g, const AtenProgram& p, const AtenOptions& o) : g_(g), p_(p), o_(o) {
@@ -187,7 +262,8 @@ class TorchKernels final : public AtenKernels {
     if (o.threads > 0) at::set_num_threads(o.threads);
     auto& d = c10::Dispatcher::singleton();
     ops_.reserve(p.ops.size());
-    for (const AtenOp& op : p.ops) {
+    for (OpId o = 0; o < static_cast<OpId>(p.ops.size()); ++o) {
+      const AtenOp& op = p.ops[o];
       if (op.name == kCollectiveTypes[0]) {  // Note [ATen data parallelism]
         ops_.push_back(std::nullopt);
         continue;
@@ -197,6 +273,8 @@ class TorchKernels final : public AtenKernels {
         throw Error(fmt::format("{}: libtorch {} has no operator {}{}{} (captured with torch {})",
                                 p.origin, TORCH_VERSION, op.name, op.overload.empty() ? "" : ".",
                                 op.overload, p.torch_version));
+      // Before anything runs (Note [ATen access check]).
+      check_aten_access(g, p, o, describe_schema(h->schema()));
       ops_.push_back(PreparedOp{*h, &h->schema()});
     }
     rng_before_.resize(p.ops.size());
@@ -297,7 +375,7 @@ class TorchKernels final : public AtenKernels {
       else
         again ? run_again(o, ptrs, stream) : run_first(o, ptrs, stream);
     } catch (const c10::Error& e) {
-      throw Error(fmt::format("op {} ({}): {}", o, p_.ops[o].qualname, e.what_without_backtrace()));
+      throw Error(fmt::format("op {} ({}): {}", o, p_.ops[o].qualname, torch_message(e)));
     } catch (const json::exception& e) {
       throw Error(
           fmt::format("op {} ({}): bad argument encoding: {}", o, p_.ops[o].qualname, e.what()));
@@ -433,7 +511,7 @@ class TorchKernels final : public AtenKernels {
       default:
         break;
     }
-    throw Error(fmt::format("cannot pass {} as {}", v.dump().substr(0, 80), type->str()));
+    throw Error(fmt::format("cannot pass {} as {}", excerpt(v), type->str()));
   }
 
   c10::IValue decode_list(const json& v, const c10::TypePtr& elem, Call& call) {
@@ -442,7 +520,7 @@ class TorchKernels final : public AtenKernels {
       // "int[2] stride=1": a single int for a fixed-size list
       if (v.is_number_integer() && (elem->kind() == K::IntType || elem->kind() == K::SymIntType))
         return c10::IValue(c10::List<int64_t>({v.get<int64_t>()}));
-      throw Error(fmt::format("expected a list, got {}", v.dump().substr(0, 80)));
+      throw Error(fmt::format("expected a list, got {}", excerpt(v)));
     }
     switch (elem->kind()) {
       case K::IntType:
@@ -643,8 +721,14 @@ class TorchKernels final : public AtenKernels {
       if (enc.is_null()) continue;
       if (enc.is_array()) {
         const auto list = stack[i].toTensorList();
-        for (size_t j = 0; j < enc.size() && j < list.size(); ++j)
-          if (!enc[j].is_null()) place(call, enc[j], list.get(j));
+        for (size_t j = 0; j < enc.size(); ++j) {
+          if (enc[j].is_null()) continue;
+          // An output the op did not return would keep what its object held.
+          if (j >= list.size())
+            throw Error(fmt::format("return {} is a list of {} tensors, the exec file places {}", i,
+                                    list.size(), enc.size()));
+          place(call, enc[j], list.get(j));
+        }
       } else {
         place(call, enc, stack[i].toTensor());
       }

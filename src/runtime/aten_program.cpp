@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/aten_allowlist.h"
 #include "util/checked.h"
 #include "util/error.h"
 #include "util/file_io.h"
@@ -109,6 +110,16 @@ class Checker {
   AtenProgram& p_;
 };
 
+// ATen's overload names ("Tensor", "dim_IntList", "Scalar_out") are short
+// identifiers.
+constexpr size_t kMaxOverloadName = 64;
+
+bool is_overload_name(std::string_view s) {
+  return !s.empty() && s.size() <= kMaxOverloadName && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
 }  // namespace
 
 int dtype_size(const std::string& d) {
@@ -173,6 +184,18 @@ AtenProgram parse_aten_program(std::string_view text, const std::string& path, c
              fmt::format("operator {} is not NAMESPACE::NAME.OVERLOAD", quote(op.qualname)));
     op.name = op.qualname.substr(0, dot);
     op.overload = op.qualname.substr(dot + 1);
+    // Note [ATen allow-list]: before anything else names the op (its
+    // qualname appears in every later error, so it is short by then).
+    if (!find_allowed_aten_op(op.name))
+      r.fail(where + ".op",
+             fmt::format("operator {} is not one that swapadvisor-capture records, so an exec "
+                         "file may not run it (Note [ATen allow-list], docs/capture.md)",
+                         quote(op.qualname)));
+    if (!is_overload_name(op.overload))
+      r.fail(where + ".op",
+             fmt::format("operator {}: the overload is not a name of at most {} letters, digits "
+                         "and underscores",
+                         quote(op.qualname), kMaxOverloadName));
     if (op.overload == "default") op.overload.clear();
     if (g.ops[o].type != op.name)
       r.fail(where + ".op", fmt::format("{} but the graph's op {} is {}", quote(op.qualname), o,

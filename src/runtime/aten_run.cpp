@@ -15,7 +15,7 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
   if (o.aten.device != "cpu" && o.aten.device != "cuda")
     throw Error(fmt::format("--kernels aten: unknown device '{}' (cpu: the host backend, cuda)",
                             o.aten.device));
-  check_values_against(initial, g, "initial values");
+  check_values_against(initial, g, "initial values", program.storage_bytes);
   for (TensorId t = 0; t < g.num_tensors(); ++t)
     if (exists_at_start(g.tensors[t].kind) && !initial.find(t))
       throw Error(fmt::format("the values file has no value for {} tensor {} ('{}')",

@@ -33,7 +33,7 @@ ProgramOrderResult run_program_order(const Graph& g, const AtenProgram& p,
                                      const ValuesFile& initial, int iterations,
                                      const AtenOptions& o) {
   if (o.device != "cpu") throw Error("run_program_order runs on the CPU only (--device cpu)");
-  check_values_against(initial, g, "initial values");
+  check_values_against(initial, g, "initial values", p.storage_bytes);
   auto kernels = make_aten_kernels(g, p, o);
   const int n = g.num_tensors();
   std::vector<AlignedBuffer> persistent(n);

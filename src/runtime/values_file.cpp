@@ -1,5 +1,6 @@
 #include "runtime/values_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -67,6 +68,11 @@ ValuesFile parse_values_file(std::string_view buf, const std::string& path) {
   if (const std::string* g = r.optional_string(h, "", "graph")) v.graph = *g;
   const nlohmann::json& tensors = r.array(r.field(h, "", "tensors"), "tensors");
   std::unordered_map<TensorId, size_t> entry_of;  // per tensor id: its entry, to reject duplicates
+  struct Extent {
+    int64_t begin, end;  // bytes of the data
+    size_t entry;
+  };
+  std::vector<Extent> extents;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const nlohmann::json& e = tensors[i];
     const std::string where = fmt::format("tensors[{}]", i);
@@ -80,6 +86,10 @@ ValuesFile parse_values_file(std::string_view buf, const std::string& path) {
     if (const std::string* kind = r.optional_string(e, where, "kind")) t.kind = *kind;
     const int64_t bytes = r.integer(r.field(e, where, "bytes"), where + ".bytes", 0, size);
     const int64_t off = r.integer(r.field(e, where, "offset"), where + ".offset", 0, size);
+    if (off % kAlign != 0)
+      r.fail(where + ".offset",
+             fmt::format("{} is not a multiple of {} (the format aligns every tensor's data)", off,
+                         kAlign));
     const std::optional<int64_t> end = checked_add(data_start + off, bytes);
     if (!end || *end > size)
       r.fail(where, fmt::format("{} bytes at offset {} run past the end of the file ({} bytes)",
@@ -88,6 +98,23 @@ ValuesFile parse_values_file(std::string_view buf, const std::string& path) {
     t.data.assign(reinterpret_cast<const std::byte*>(data),
                   reinterpret_cast<const std::byte*>(data + bytes));
     v.tensors.push_back(std::move(t));
+    extents.push_back({off, off + bytes, i});
+  }
+  // No two entries share a byte: each tensor's data are its own (an edited
+  // header could otherwise give two tensors, or two halves of one, the same
+  // bytes). Empty entries hold no bytes.
+  std::erase_if(extents, [](const Extent& x) { return x.begin == x.end; });
+  std::sort(extents.begin(), extents.end(),
+            [](const Extent& a, const Extent& b) { return a.begin < b.begin; });
+  for (size_t k = 1; k < extents.size(); ++k) {
+    const Extent& a = extents[k - 1];
+    const Extent& b = extents[k];
+    if (b.begin >= a.end) continue;
+    const Extent& later = a.entry > b.entry ? a : b;
+    const Extent& earlier = a.entry > b.entry ? b : a;
+    r.fail(fmt::format("tensors[{}]", later.entry),
+           fmt::format("its bytes at offsets [{}, {}) overlap those of tensors[{}] at [{}, {})",
+                       later.begin, later.end, earlier.entry, earlier.begin, earlier.end));
   }
   return v;
 }
@@ -128,17 +155,32 @@ void write_values_file(const std::string& path, const ValuesFile& v) {
   write_file(path, out);
 }
 
-void check_values_against(const ValuesFile& v, const Graph& g, const std::string& origin) {
+void check_values_against(const ValuesFile& v, const Graph& g, const std::string& origin,
+                          std::span<const int64_t> storage_bytes) {
   if (!v.graph.empty() && v.graph != g.name)
     throw Error(fmt::format("{}: the values of graph {}, not of {}", origin, quote(v.graph),
                             quote(g.name)));
-  for (const TensorValue& t : v.tensors) {
+  SA_CHECK(storage_bytes.empty() || std::ssize(storage_bytes) == g.num_tensors(),
+           "{} storage sizes for {} tensors", storage_bytes.size(), g.num_tensors());
+  for (size_t i = 0; i < v.tensors.size(); ++i) {
+    const TensorValue& t = v.tensors[i];
+    const int64_t n = static_cast<int64_t>(t.data.size());
     if (t.tensor < 0 || t.tensor >= g.num_tensors())
-      throw Error(fmt::format("{}: value for tensor {}, but graph {} has {} tensors", origin,
-                              t.tensor, g.name, g.num_tensors()));
-    if (static_cast<int64_t>(t.data.size()) > g.tensors[t.tensor].bytes)
-      throw Error(fmt::format("{}: tensor {} ('{}'): {} bytes of value for a tensor of {} bytes",
-                              origin, t.tensor, t.name, t.data.size(), g.tensors[t.tensor].bytes));
+      throw Error(fmt::format("{}: tensors[{}]: value for tensor {}, but graph {} has {} tensors",
+                              origin, i, t.tensor, quote(g.name), g.num_tensors()));
+    if (n > g.tensors[t.tensor].bytes)
+      throw Error(
+          fmt::format("{}: tensors[{}] (tensor {}, {}): {} bytes of value for a tensor of "
+                      "{} bytes",
+                      origin, i, t.tensor, quote(t.name), n, g.tensors[t.tensor].bytes));
+    // A shorter value would leave the rest of the storage zero (the runtime
+    // fills its host copies with the value, then zeroes): a different model,
+    // silently.
+    if (!storage_bytes.empty() && n < storage_bytes[t.tensor])
+      throw Error(
+          fmt::format("{}: tensors[{}] (tensor {}, {}): {} bytes of value for a storage "
+                      "of {} bytes (the exec file's storage_bytes)",
+                      origin, i, t.tensor, quote(t.name), n, storage_bytes[t.tensor]));
   }
 }
 

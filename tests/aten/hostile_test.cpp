@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "graph/graph_io.h"
+#include "runtime/aten_kernels.h"
 #include "runtime/aten_program.h"
 #include "runtime/values_file.h"
 #include "test_util.h"
@@ -141,6 +143,33 @@ TEST_F(ExecEdit, WronglyTypedFieldsAreNamed) {
             "ops, 30 tensors)");
 }
 
+// Issue 26: an argument error quoted the whole argument (7.4 MB of text).
+// Now at most 80 bytes of it, or 60 of a string.
+TEST_F(ExecEdit, ArgumentErrorsQuoteAShortExcerpt) {
+  if (!aten_available()) GTEST_SKIP() << "built without libtorch";
+  const std::string big(1'000'000, '7');
+  const ValuesFile init = read_values_file(data_path("capture/tiny_mlp.values.bin"));
+  auto run_error = [&] {
+    return error_of(
+        [&] { run_program_order(g_, parse_aten_program(doc_.dump(), "x.json", g_), init, 1, {}); });
+  };
+  const json captured = doc_;
+  // add.Tensor(t7, 1.0): "other" a float written as {"float": ...}.
+  doc_["ops"][4]["args"][1] = {{"float", big}};
+  EXPECT_EQ(run_error(),
+            "op 4 (aten::add.Tensor): bad float \"" + big.substr(0, 60) + "...(1000000 bytes)\"");
+  doc_ = captured;
+  // ones_like(t14, dtype=...): a dtype no one has heard of.
+  doc_["ops"][8]["kwargs"]["dtype"] = {{"dtype", big}};
+  EXPECT_EQ(run_error(), "op 8 (aten::ones_like.default): unsupported dtype \"" +
+                             big.substr(0, 60) + "...(1000000 bytes)\"");
+  doc_ = captured;
+  // A list where the schema takes a number.
+  doc_["ops"][4]["kwargs"]["alpha"] = json::array({big});
+  EXPECT_EQ(run_error(), "op 4 (aten::add.Tensor): expected a number, got [\"" + big.substr(0, 78) +
+                             "...(1000004 bytes)");
+}
+
 std::string read_values_error(const std::string& file) {
   return error_of([&] { read_values_file(adversarial(file)); });
 }
@@ -208,6 +237,51 @@ TEST(HostileValues, HeaderFieldsAreChecked) {
             "graph: expected a string, got the number 7");
   EXPECT_EQ(parse_values_error(R"({"tensors":{}})"), "tensors: expected an array, got an object");
   EXPECT_EQ(parse_values_error(R"([1])"), "(document): expected an object, got an array");
+}
+
+// Issue 26: the format aligns every entry to 64 bytes, and an entry's data
+// are its own. Before, both were accepted (different losses or NaN, exit 0).
+TEST(HostileValues, AnOffsetOffTheAlignmentIsRejected) {
+  EXPECT_EQ(parse_values_error(R"({"tensors":[{"tensor":0,"bytes":8,"offset":8}]})"),
+            "tensors[0].offset: 8 is not a multiple of 64 (the format aligns every tensor's "
+            "data)");
+}
+
+TEST(HostileValues, OverlappingEntriesAreRejected) {
+  // Entry 1 starts inside entry 0; entry 2 (empty) overlaps nothing.
+  EXPECT_EQ(parse_values_error(R"({"tensors":[{"tensor":0,"bytes":64,"offset":0},)"
+                               R"({"tensor":1,"bytes":0,"offset":0},)"
+                               R"({"tensor":2,"bytes":8,"offset":0}]})"),
+            "tensors[2]: its bytes at offsets [0, 8) overlap those of tensors[0] at [0, 64)");
+  // Listed out of order: the later entry is named.
+  EXPECT_EQ(parse_values_error(R"({"tensors":[{"tensor":3,"bytes":32,"offset":0},)"
+                               R"({"tensor":4,"bytes":64,"offset":0}]})"),
+            "tensors[1]: its bytes at offsets [0, 64) overlap those of tensors[0] at [0, 32)");
+  // Empty entries share an offset with anything.
+  EXPECT_EQ(parse_values_error(R"({"tensors":[{"tensor":3,"bytes":32,"offset":0},)"
+                               R"({"tensor":4,"bytes":0,"offset":0},)"
+                               R"({"tensor":5,"bytes":0,"offset":64}]})"),
+            "(no error)");
+}
+
+// An entry shorter than its storage (the exec file's storage_bytes) would
+// leave the rest zero: a different model, silently.
+TEST(HostileValues, AnEntryShorterThanItsStorageIsRejected) {
+  const Graph g = tiny_mlp();
+  const AtenProgram p = read_aten_program(data_path("capture/tiny_mlp.exec.json.gz"), g);
+  ValuesFile v = read_values_file(data_path("capture/tiny_mlp.values.bin"));
+  EXPECT_EQ(error_of([&] { check_values_against(v, g, "v.bin", p.storage_bytes); }), "(no error)");
+  size_t k = 0;
+  while (v.tensors[k].tensor != 3)
+    ++k;  // fc1.weight, 16 x 6 float32: 384 bytes
+  ASSERT_EQ(p.storage_bytes[3], 384);
+  v.tensors[k].data.resize(380);
+  EXPECT_EQ(error_of([&] { check_values_against(v, g, "v.bin", p.storage_bytes); }),
+            fmt::format("v.bin: tensors[{}] (tensor 3, \"fc1.weight\"): 380 bytes of value for a "
+                        "storage of 384 bytes (the exec file's storage_bytes)",
+                        k));
+  // Without the storages' sizes (a values file alone) it is not known.
+  EXPECT_EQ(error_of([&] { check_values_against(v, g, "v.bin"); }), "(no error)");
 }
 
 }  // namespace
