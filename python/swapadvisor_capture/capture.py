@@ -10,8 +10,9 @@ import torch
 
 from . import __version__
 from .encode import dtype_name
-from .entry import autocast_context, load_entry, named_state, optimizer_config, prepare
-from .errors import CaptureError
+from .entry import (autocast_context, backward, forward_loss, load_entry, named_state,
+                    optimizer_config, prepare)
+from .errors import CaptureError, in_entry
 from .recorder import Recorder, TensorInfo, round_up, storage_bytes_view, storage_of
 from .values import write_values
 
@@ -47,9 +48,16 @@ def write_json_gz(path, doc):
 
 
 def read_json_gz(path):
+    """The JSON document of a file (gzip-compressed when its name ends with
+    .gz); a file that is not one is a CaptureError naming it."""
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            return json.load(f)
+    except (gzip.BadGzipFile, EOFError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        what = "gzip-compressed JSON" if path.endswith(".gz") else "JSON"
+        raise CaptureError(f"{path}: not {what} ({e}); give a file that swapadvisor-capture "
+                           "wrote", entry=False) from None
 
 
 def _module_hooks(model, rec):
@@ -115,7 +123,15 @@ def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, de
     "bf16" or "fp16" records the iteration with the forward pass under
     torch.autocast (the casts it makes are recorded ops, so a replay needs no
     autocast); each op touching a tensor of that type gets the op field
-    "dtype" (graph format 1.2)."""
+    "dtype" (graph format 1.2). A mistake in the entry point is a
+    CaptureError naming the entry file."""
+    with in_entry(entry):
+        return _capture(entry, optimizer, lr, momentum, weight_decay, device, name, align,
+                        check_mutations, seed, entry_args, autocast)
+
+
+def _capture(entry, optimizer, lr, momentum, weight_decay, device, name, align, check_mutations,
+             seed, entry_args, autocast):
     setup = load_entry(entry, seed=seed, args=entry_args)
     opt_name, opt_cfg = optimizer_config(setup, optimizer, lr=lr, momentum=momentum,
                                          weight_decay=weight_decay)
@@ -159,23 +175,22 @@ def capture(entry, optimizer=None, lr=None, momentum=None, weight_decay=None, de
         with _no_profiler_markers(), rec:
             on_phase("forward")
             with autocast_context(dev.type, autocast):
-                loss = setup.loss_fn(model(*inputs), target)
+                loss = forward_loss(model, inputs, target, setup.loss_fn)
             loss_info = registry.get(storage_of(loss)._cdata) if isinstance(loss, torch.Tensor) else None
             loss_geom = None
             if loss_info is not None:
                 loss_geom = (loss.dtype, list(loss.shape), list(loss.stride()), loss.storage_offset())
             on_phase("backward")
-            loss.backward()
+            backward(loss, model)
             on_phase("update")
             opt.step()
     finally:
         for h in handles:
             h.remove()
 
-    if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.dtype.is_floating_point:
-        raise CaptureError("loss_fn must return a floating-point tensor with one element")
     if loss_info is None or loss_info.id is None:
-        raise CaptureError("the loss is not the result of a recorded op")
+        raise CaptureError("the loss is not the result of a recorded op (was it made outside "
+                           "the model and loss_fn?); compute it from the model's output")
 
     # Nothing may have swapped storages behind the dispatcher's back.
     for nm, t, kind in named_state(model, opt):

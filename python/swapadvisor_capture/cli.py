@@ -1,6 +1,6 @@
 """swapadvisor-capture: the command line (docs/capture.md).
 
-    swapadvisor-capture ENTRY.py [-o PREFIX] [--optimizer sgd|adam] [--profile] ...
+    swapadvisor-capture ENTRY.py [-o PREFIX] [--optimizer sgd|adam|adamw] [--profile] ...
     swapadvisor-capture replay PREFIX [--iterations N] [--device D]
     swapadvisor-capture eager ENTRY.py [--iterations N] [--warmup N] [--save-on-cpu]
                               [--save-values FILE --graph G]
@@ -13,12 +13,31 @@ import json
 import math
 import os
 import sys
+import traceback
 
 from .errors import CaptureError
 
+# The subcommands and what each does, for --help (the capture's parser is the
+# top level: `swapadvisor-capture ENTRY.py` captures).
+SUBCOMMANDS = (
+    ("ENTRY.py", "capture one training iteration of the entry point (options below)"),
+    ("replay PREFIX", "replay a capture op by op in PyTorch; print each loss"),
+    ("eager ENTRY.py", "train the entry point with plain PyTorch (the reference)"),
+    ("compare A B --graph G", "compare two values files tensor by tensor"),
+    ("profile PREFIX", "time every op of a capture; write time_us into its graph"),
+)
+_USAGE = "swapadvisor-capture ENTRY.py [options]  |  swapadvisor-capture COMMAND ..."
+
+
+def _commands_help():
+    width = max(len(c) for c, _ in SUBCOMMANDS)
+    return ("capture one training iteration of a PyTorch model for swapadvisor "
+            "(docs/capture.md)\n\ncommands (swapadvisor-capture COMMAND --help for each):\n" +
+            "\n".join(f"  {c:<{width}}  {what}" for c, what in SUBCOMMANDS))
+
 
 def _opt_args(p):
-    p.add_argument("--optimizer", choices=["sgd", "adam"], default=None,
+    p.add_argument("--optimizer", choices=["sgd", "adam", "adamw"], default=None,
                    help="default: the entry point's choice, else sgd")
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--momentum", type=float, default=None, help="sgd (default 0.9)")
@@ -57,8 +76,9 @@ def _profile(prefix, device, iterations, quiet=False):
 
 
 def cmd_capture(argv):
-    p = argparse.ArgumentParser(prog="swapadvisor-capture",
-                                description="capture one training iteration of a PyTorch model")
+    p = argparse.ArgumentParser(prog="swapadvisor-capture", usage=_USAGE,
+                                description=_commands_help(),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("entry", help="Python file defining build() -> (model, make_batch, loss_fn)")
     p.add_argument("-o", "--output", help="output prefix (default: the entry file's name)")
     _opt_args(p)
@@ -176,9 +196,9 @@ def cmd_eager(argv):
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     if a.iterations < 0 or a.warmup < 0:
-        raise CaptureError("--iterations and --warmup must be at least 0")
+        raise CaptureError("--iterations and --warmup must be at least 0", entry=False)
     if a.save_values and not a.graph:
-        raise CaptureError("--save-values needs --graph")
+        raise CaptureError("--save-values needs --graph", entry=False)
     import torch
     from .capture import read_json_gz
     from .entry import parse_entry_args
@@ -261,7 +281,17 @@ def cmd_profile(argv):
     return 0
 
 
+def _error(message):
+    print(f"swapadvisor-capture: error: {message}", file=sys.stderr)
+    return 1
+
+
 def main(argv=None):
+    """Runs a command. A user's mistake (CaptureError: the entry point, an
+    option, a file) is one line on stderr and exit status 1, with no
+    traceback (SWAPADVISOR_CAPTURE_TRACEBACK=1 shows where it was raised);
+    anything else is a bug in this package: its traceback, a line saying so,
+    and exit status 2 (as swapadvisor's internal errors)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     cmds = {"replay": cmd_replay, "eager": cmd_eager, "compare": cmd_compare,
             "profile": cmd_profile}
@@ -270,12 +300,18 @@ def main(argv=None):
             return cmds[argv[0]](argv[1:])
         return cmd_capture(argv)
     except CaptureError as e:
-        print(f"swapadvisor-capture: error: {e}", file=sys.stderr)
-        return 1
+        if os.environ.get("SWAPADVISOR_CAPTURE_TRACEBACK"):
+            traceback.print_exc()
+        return _error(e)
     except OSError as e:
-        print(f"swapadvisor-capture: error: {e}", file=sys.stderr)
-        return 1
+        return _error(e)
     except ImportError as e:
-        print(f"swapadvisor-capture: error: {e} (PyTorch is needed: apt-get install python3-torch)",
-              file=sys.stderr)
-        return 1
+        if e.name not in ("torch", "torchvision"):
+            raise
+        return _error(f"{e} (PyTorch is needed: apt-get install python3-torch "
+                      "python3-torchvision)")
+    except Exception:
+        traceback.print_exc()
+        print("swapadvisor-capture: internal error: this is a bug in swapadvisor-capture, not in "
+              "your model; please report it with the traceback above", file=sys.stderr)
+        return 2

@@ -65,7 +65,8 @@ def encode_value(v, tensor_fn, where):
         return {"dtype": dtype_name(v)}
     if isinstance(v, torch.layout):
         if v not in _LAYOUTS:
-            raise CaptureError(f"{where}: layout {v} is not supported (only strided tensors)")
+            raise CaptureError(f"{where}: layout {v} is not supported; use strided (dense) "
+                               "tensors")
         return {"layout": _LAYOUTS[v]}
     if isinstance(v, torch.device):
         return {"device": v.type}
@@ -76,7 +77,9 @@ def encode_value(v, tensor_fn, where):
     sym = getattr(torch, "SymInt", None)
     if sym is not None and isinstance(v, sym):
         raise CaptureError(f"{where}: a symbolic size ({v}) cannot be replayed; capture with real sizes")
-    raise CaptureError(f"{where}: argument of type {type(v).__name__} ({v!r:.60}) cannot be represented")
+    raise CaptureError(f"{where}: argument of type {type(v).__name__} ({v!r:.60}) cannot be "
+                       "represented; pass a tensor or a Python number there (a torch.Generator: "
+                       "use the global generator, which the capture seeds)")
 
 
 def decode_value(v, tensor_fn, device):

@@ -28,6 +28,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from . import flops as flops_mod
 from .encode import dtype_name, encode_value
 from .errors import CaptureError
+from .usercode import mark_op_failure
 
 
 def storage_of(t):
@@ -71,26 +72,33 @@ _STATE_UPDATES["_batch_norm_with_update"] = (_RUNNING_STATS[0], lambda a: True)
 
 # Ops whose result depends on tensor values in a way a replay cannot follow:
 # Python reads a value (and may branch on it), or an output's shape depends on
-# the data.
+# the data. Each with why, and (after "; ") what to do instead.
+_TO_PYTHON = ("; compute it with tensor ops instead (torch.where, torch.clamp, a mask "
+              "multiplied in), so that Python reads no tensor value during the step")
+_DATA_SHAPE = ("the output's shape depends on tensor values; keep the shapes independent of "
+               "tensor values (torch.where, a mask multiplied in, indices of a fixed count)")
 _DATA_DEPENDENT = {
     "_local_scalar_dense": "reads a tensor value into Python (Tensor.item() or a Python "
-                           "conversion); the captured step would bake in this iteration's value",
-    "equal": "returns a Python bool computed from tensor values",
-    "is_nonzero": "returns a Python bool computed from a tensor value",
-    "allclose": "returns a Python bool computed from tensor values",
-    "_is_all_true": "returns a value Python may branch on",
-    "_is_any_true": "returns a value Python may branch on",
-    "nonzero": "the output's shape depends on tensor values",
-    "argwhere": "the output's shape depends on tensor values",
-    "masked_select": "the output's shape depends on tensor values",
-    "unique_dim": "the output's shape depends on tensor values",
-    "_unique": "the output's shape depends on tensor values",
-    "_unique2": "the output's shape depends on tensor values",
-    "unique_consecutive": "the output's shape depends on tensor values",
-    "unique_dim_consecutive": "the output's shape depends on tensor values",
-    "bincount": "the output's shape depends on tensor values",
-    "set_": "swaps a tensor's storage; tensors are storages in the graph",
-    "_nested_tensor_from_mask": "nested tensors are not supported",
+                           "conversion); the captured step would bake in this iteration's value"
+                           + _TO_PYTHON,
+    "equal": "returns a Python bool computed from tensor values" + _TO_PYTHON,
+    "is_nonzero": "returns a Python bool computed from a tensor value" + _TO_PYTHON,
+    "allclose": "returns a Python bool computed from tensor values" + _TO_PYTHON,
+    "_is_all_true": "returns a value Python may branch on" + _TO_PYTHON,
+    "_is_any_true": "returns a value Python may branch on" + _TO_PYTHON,
+    "nonzero": _DATA_SHAPE,
+    "argwhere": _DATA_SHAPE,
+    "masked_select": _DATA_SHAPE,
+    "unique_dim": _DATA_SHAPE,
+    "_unique": _DATA_SHAPE,
+    "_unique2": _DATA_SHAPE,
+    "unique_consecutive": _DATA_SHAPE,
+    "unique_dim_consecutive": _DATA_SHAPE,
+    "bincount": _DATA_SHAPE,
+    "set_": "swaps a tensor's storage (tensors are storages in the graph); update it in place "
+            "with copy_ instead",
+    "_nested_tensor_from_mask": "nested tensors are not supported; use padded strided tensors "
+                                "and a mask",
 }
 _SCALAR_RETURN_TYPES = {"bool", "int", "float", "Scalar", "number", "complex"}
 
@@ -257,23 +265,23 @@ class Recorder(TorchDispatchMode):
             if ty is not torch.Tensor and getattr(ty, "__torch_dispatch__", None) is not getattr(
                     torch.Tensor, "__torch_dispatch__", None):
                 raise CaptureError(f"{where}: tensor subclass {ty.__name__} with its own "
-                                   f"__torch_dispatch__ cannot be captured")
+                                   "__torch_dispatch__ cannot be captured; run the model on "
+                                   "plain torch.Tensor")
         if base in ("index", "_unsafe_index") and any(
                 isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8)
                 for i in (args[1] if len(args) > 1 else [])):
-            raise CaptureError(f"{where}: indexing with a boolean mask: the output's shape "
-                               "depends on tensor values; it cannot be replayed faithfully")
+            raise CaptureError(f"{where}: indexing with a boolean mask: " + _DATA_SHAPE)
         if base == "repeat_interleave" and schema.overload_name == "Tensor" and \
                 kwargs.get("output_size") is None:
             raise CaptureError(f"{where}: repeat_interleave with tensor repeats and no "
-                               "output_size: the output's shape depends on tensor values")
+                               "output_size: " + _DATA_SHAPE.replace("; ", " (give "
+                                                                       "output_size); ", 1))
         if base in _DATA_DEPENDENT:
-            raise CaptureError(f"{where}: {_DATA_DEPENDENT[base]}; it cannot be replayed "
-                               "faithfully")
+            raise CaptureError(f"{where}: {_DATA_DEPENDENT[base]}")
         for r in schema.returns:
             if str(r.type) in _SCALAR_RETURN_TYPES:
                 raise CaptureError(f"{where}: returns a {r.type} computed from tensor data, which "
-                                   "Python may branch on; it cannot be replayed faithfully")
+                                   "Python may branch on" + _TO_PYTHON)
 
         a = normalize_args(schema, args, kwargs)
         in_tensors = _flatten_tensors(list(args) + list(kwargs.values()), [])
@@ -306,8 +314,9 @@ class Recorder(TorchDispatchMode):
 
         try:
             out = func(*args, **kwargs)
-        except (NotImplementedError, RuntimeError) as e:
-            if self.device.type != "meta":
+        except Exception as e:
+            if self.device.type != "meta" or not isinstance(e, (NotImplementedError, RuntimeError)):
+                mark_op_failure(e, where)  # the op failed on the model's arguments
                 raise
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise CaptureError(f"{where}: has no meta kernel in torch {torch.__version__} "
@@ -341,7 +350,9 @@ class Recorder(TorchDispatchMode):
             if k not in self.registry:
                 if k in written:
                     raise CaptureError(f"{where}: writes a tensor that is neither model state, "
-                                       "optimizer state, the batch nor an op's result")
+                                       "optimizer state, the batch nor an op's result; register "
+                                       "it as a buffer (module.register_buffer) or make it "
+                                       "inside the step")
                 info = TensorInfo(k, s, "input" if s.nbytes() > 0 else "empty",
                                   f"constant.{self.num_constants}")
                 self.num_constants += 1
@@ -478,17 +489,22 @@ class Recorder(TorchDispatchMode):
         if type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter:
             if getattr(type(t), "__torch_dispatch__", None) is not getattr(
                     torch.Tensor, "__torch_dispatch__", None):
-                raise CaptureError(f"{where}: tensor subclass {type(t).__name__} cannot be captured")
+                raise CaptureError(f"{where}: tensor subclass {type(t).__name__} cannot be "
+                                   "captured; run the model on plain torch.Tensor")
         if t.layout != torch.strided:
-            raise CaptureError(f"{where}: a {t.layout} tensor cannot be captured (only strided "
-                               "tensors)")
+            raise CaptureError(f"{where}: a {t.layout} tensor cannot be captured; use strided "
+                               "(dense) tensors (e.g. .to_dense(), nn.Embedding(sparse=False))")
         if t.is_quantized:
-            raise CaptureError(f"{where}: quantized tensors cannot be captured")
+            raise CaptureError(f"{where}: quantized tensors cannot be captured; capture the "
+                               "float model")
         if getattr(t, "is_nested", False):
-            raise CaptureError(f"{where}: nested tensors cannot be captured")
+            raise CaptureError(f"{where}: nested tensors cannot be captured; use padded strided "
+                               "tensors and a mask")
         if t.device != self.device and t.device.type != self.device.type:
             if not (t.device.type == "cpu" and t.dim() == 0):
-                raise CaptureError(f"{where}: a tensor on {t.device} in a capture on {self.device}")
+                raise CaptureError(f"{where}: a tensor on {t.device} in a capture on "
+                                   f"{self.device}; make it on the batch's device "
+                                   "(device=x.device) or register it as a buffer")
 
 
 def round_up(n, align):

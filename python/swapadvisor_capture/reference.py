@@ -9,9 +9,9 @@ import torch
 
 from .capture import read_json_gz
 from .encode import dtype_from_name
-from .entry import (autocast_context, load_entry, named_state, optimizer_config, prepare,
-                    split_batch, train_step)
-from .errors import CaptureError
+from .entry import (autocast_context, backward, forward_loss, load_entry, make_batch,
+                    named_state, optimizer_config, prepare, train_step)
+from .errors import CaptureError, in_entry
 from .values import as_tensor, read_values
 
 
@@ -73,6 +73,13 @@ def eager_run(entry, iterations, optimizer=None, lr=None, momentum=None, weight_
     backward pass in host memory. autocast: "bf16" or "fp16" runs each forward
     pass under torch.autocast, as a capture with that autocast recorded it.
     Returns an EagerRun."""
+    with in_entry(entry):
+        return _eager_run(entry, iterations, optimizer, lr, momentum, weight_decay, device, seed,
+                          initial, graph, entry_args, save_on_cpu, warmup, keep_state, autocast)
+
+
+def _eager_run(entry, iterations, optimizer, lr, momentum, weight_decay, device, seed, initial,
+               graph, entry_args, save_on_cpu, warmup, keep_state, autocast):
     setup = load_entry(entry, seed=seed, args=entry_args)
     opt_name, cfg = optimizer_config(setup, optimizer, lr=lr, momentum=momentum,
                                      weight_decay=weight_decay)
@@ -132,13 +139,15 @@ def rank_batches(entry, ranks, entry_args=None, seed=0):
     """The entry point's batch (build(**entry_args)'s make_batch()) cut along
     its first dimension into `ranks` equal shares, as data-parallel training
     splits it: [(inputs, target)] per rank, on the CPU."""
-    setup = load_entry(entry, seed=seed, args=entry_args)
-    inputs, target = split_batch(setup.make_batch(), torch.device("cpu"))
+    with in_entry(entry):
+        setup = load_entry(entry, seed=seed, args=entry_args)
+        inputs, target = make_batch(setup, torch.device("cpu"))
     tensors = list(inputs) + (list(target) if isinstance(target, tuple) else [target])
     n = tensors[0].shape[0] if tensors and tensors[0].dim() else 0
     if n % ranks or any(t.dim() == 0 or t.shape[0] != n for t in tensors):
         raise CaptureError(f"{entry}: a batch of {n} does not split into {ranks} equal shares "
-                           "along every input's first dimension")
+                           "along every input's first dimension; give a batch that is a "
+                           f"multiple of {ranks}")
 
     def share(t, r):
         return t[r * n // ranks:(r + 1) * n // ranks].clone()
@@ -160,6 +169,13 @@ def eager_train_ranks(entry, iterations, ranks, optimizer=None, seed=0, initial=
     values file whose parameters must equal what build() made. Returns
     (losses per rank [[loss per iteration]], final state per rank [{name:
     tensor}])."""
+    with in_entry(entry):
+        return _eager_train_ranks(entry, iterations, ranks, optimizer, seed, initial, graph,
+                                  entry_args, autocast)
+
+
+def _eager_train_ranks(entry, iterations, ranks, optimizer, seed, initial, graph, entry_args,
+                       autocast):
     setup = load_entry(entry, seed=seed, args=entry_args)
     opt_name, cfg = optimizer_config(setup, optimizer)
     model, _, _, opt = prepare(setup, torch.device("cpu"), opt_name, cfg)
@@ -178,8 +194,8 @@ def eager_train_ranks(entry, iterations, ranks, optimizer=None, seed=0, initial=
                 for n, b in buffers.items():
                     b.copy_(rank_buffers[r][n])
             with autocast_context("cpu", autocast):
-                loss = setup.loss_fn(model(*inputs), target)
-            loss.backward()
+                loss = forward_loss(model, inputs, target, setup.loss_fn)
+            backward(loss, model)
             losses[r].append(float(loss.detach().float()))
             rank_buffers[r] = {n: b.detach().clone() for n, b in buffers.items()}
         with torch.no_grad():
