@@ -2,6 +2,7 @@
 // with its data integrity checked against an unconstrained run.
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -40,10 +41,11 @@ struct RunArgs {
   std::string backend = "host";
   std::string device = "v100-16gb";
   int iterations = 3;
-  double time_scale = 1;
+  std::string time_scale = "auto";  // or a number (zero_or_number_in)
   bool pace = true;
   int cuda_device = 0;
   bool json = false;
+  bool quiet = false;
   std::string kernels = "synthetic";  // or "aten": a captured PyTorch model (cli/run_aten.h)
   AtenRunArgs aten;
 };
@@ -59,10 +61,11 @@ void run_run(const RunArgs& args) {
     run_aten(a);
     return;
   }
-  const DeviceProfile device = load_device(args.device);
-  const auto [g, p] = read_graph_and_plan(read_graph(args.graph), args.plan, device);
   // Under mpirun: one rank of several (Note [Ranks] in runtime/ranks.h).
   const runtime::RankInfo rank = runtime::init_ranks();
+  const bool tell = !args.quiet && rank.rank == 0;  // progress lines on stderr
+  const DeviceProfile device = load_device(args.device);
+  const auto [g, p] = read_graph_and_plan(read_graph(args.graph), args.plan, device);
   if (rank.size > 1 && p.data_parallel.ranks != rank.size)
     print_warnings({fmt::format(
         "rank {}: {} ranks run a plan made for {} (its collectives are timed for that many)",
@@ -75,7 +78,12 @@ void run_run(const RunArgs& args) {
   const std::vector<double> op_us = op_times_us(g, device, &warnings);
   check_op_times(g, device, op_us);
   print_warnings(warnings);
-  if (args.backend == "cuda" && args.time_scale != 1)
+  // auto: the host backend measures the host first (Note [Automatic time
+  // scale] in runtime/executor.h); CUDA runs at the device's own speed.
+  const bool auto_scale = args.time_scale == "auto" && args.backend == "host";
+  const double time_scale =
+      args.time_scale == "auto" ? 1 : std::stod(args.time_scale);  // checked by its validator
+  if (args.backend == "cuda" && time_scale != 1)
     print_warnings(
         {"--time-scale stretches the CUDA kernels but not the real copies; measured "
          "and simulated times then disagree by design"});
@@ -87,20 +95,47 @@ void run_run(const RunArgs& args) {
   runtime::BackendOptions bo;
   bo.name = args.backend;
   bo.link = device;
-  bo.time_scale = args.time_scale;
+  bo.time_scale = time_scale;
   bo.pace = args.pace;
   bo.cuda_device = args.cuda_device;
   const auto backend = runtime::make_backend(bo);
   runtime::RunOptions ro;
   ro.iterations = args.iterations;
-  ro.time_scale = args.time_scale;
+  ro.time_scale = time_scale;
+  ro.agree = fmt::format("kernels: synthetic; time scale: {}", args.time_scale);
+  double run_scale = time_scale > 0 ? time_scale : 1;  // for the progress lines
+  if (auto_scale)
+    ro.choose_time_scale = [&](double wall_us) {
+      // Every rank runs at the largest scale any of them needs.
+      const double x =
+          runtime::max_over_ranks(runtime::auto_time_scale(wall_us, s.iteration_us, kMaxTimeScale));
+      run_scale = x;
+      if (tell)
+        fmt::print(stderr,
+                   "run: calibration: one iteration as fast as this host goes took {} "
+                   "(simulated: {}): time scale {:g}, {} per iteration\n",
+                   format_us(wall_us), format_us(s.iteration_us), x, format_us(x * s.iteration_us));
+      return x;
+    };
+  ro.on_iteration = [&](int it, double wall_us) {
+    if (!tell) return;
+    const double measured = wall_us / run_scale;
+    fmt::print(stderr, "run: iteration {}/{}: {} wall, {} measured ({:.3f} x simulated)\n", it + 1,
+               args.iterations, format_us(wall_us), format_us(measured),
+               s.iteration_us > 0 ? measured / s.iteration_us : 0);
+  };
+  if (tell)
+    fmt::print(stderr, "run: setting up: a device arena of {}, host storage, the reference{}\n",
+               format_bytes(p.memory_budget),
+               auto_scale ? "; then a calibration iteration (time scale auto)" : "");
   const runtime::RunResult r = runtime::run_plan(*backend, g, p, op_us, ro);
 
   // Device time: wall time with the time scale taken out.
-  const double scale = args.time_scale > 0 ? args.time_scale : 1;
+  const double used_scale = r.time_scale;
+  const double scale = used_scale > 0 ? used_scale : 1;
   const double measured_us = r.median_wall_us() / scale;
   const double ratio = s.iteration_us > 0 ? measured_us / s.iteration_us : 0;
-  const bool paced = args.backend == "host" && args.pace && args.time_scale > 0;
+  const bool paced = args.backend == "host" && args.pace && used_scale > 0;
   // Host kernels that ran past their op's duration (Note [Time scale] in
   // runtime/executor.h): the median iteration's, in device time.
   const double overrun_us = median(r.kernel_overrun_wall_us) / scale;
@@ -111,9 +146,9 @@ void run_run(const RunArgs& args) {
   if (overrun_us > 0.2 * measured_us)
     print_warnings({fmt::format(
         "the host's synthetic kernels ran {} per iteration past their ops' times ({:.1f}% of the "
-        "measured time, {:.0f} ops late): --time-scale {} may be too small for this host; what "
+        "measured time, {:.0f} ops late): time scale {:g} may be too small for this host; what "
         "the next ops did not make up is in the measured time",
-        format_us(overrun_us), 100 * overrun_us / measured_us, late_kernels, args.time_scale)});
+        format_us(overrun_us), 100 * overrun_us / measured_us, late_kernels, used_scale)});
   if (args.json) {
     nlohmann::json j = {{"graph", g.name},
                         {"rank", rank.rank},
@@ -122,7 +157,9 @@ void run_run(const RunArgs& args) {
                         {"backend", backend->name()},
                         {"device", backend->device_name()},
                         {"profile", device.name},
-                        {"time_scale", args.time_scale},
+                        {"time_scale", used_scale},
+                        {"time_scale_auto", auto_scale},
+                        {"calibration_wall_us", r.calibration_wall_us},
                         {"paced", paced},
                         {"iterations", args.iterations},
                         {"wall_us", r.iteration_wall_us},
@@ -131,6 +168,7 @@ void run_run(const RunArgs& args) {
                         {"ratio", ratio},
                         {"swap_in_bytes", r.swap_in_bytes},
                         {"swap_out_bytes", r.swap_out_bytes},
+                        {"recomputes", r.recomputes},
                         {"peak_device_bytes", r.peak_device_bytes},
                         {"memory_budget_bytes", p.memory_budget},
                         {"pool_bytes", p.arena_bytes()},
@@ -148,8 +186,12 @@ void run_run(const RunArgs& args) {
     if (rank.size > 1) fmt::print("rank        {} of {}\n", rank.rank, rank.size);
     fmt::print("plan        {} ({} steps), budget {}\n", terminal_safe(p.method), p.num_steps(),
                format_bytes(p.memory_budget));
-    fmt::print("backend     {} ({}), time scale {}{}\n", backend->name(),
-               terminal_safe(backend->device_name()), args.time_scale,
+    fmt::print("backend     {} ({}), time scale {:g}{}{}\n", backend->name(),
+               terminal_safe(backend->device_name()), used_scale,
+               auto_scale ? fmt::format(" (auto: a calibration iteration took {} as fast as the "
+                                        "host goes)",
+                                        format_us(r.calibration_wall_us))
+                          : "",
                paced ? fmt::format(", copies paced to {}", terminal_safe(device.name))
                      : (args.backend == "host" ? ", copies unpaced" : ""));
     std::vector<std::string> walls;
@@ -162,6 +204,7 @@ void run_run(const RunArgs& args) {
                terminal_safe(device.name), ratio);
     fmt::print("swapped     {} in, {} out per iteration\n", format_bytes(r.swap_in_bytes),
                format_bytes(r.swap_out_bytes));
+    if (r.recomputes > 0) fmt::print("recomputed  {} ops per iteration\n", r.recomputes);
     if (args.backend == "host")
       fmt::print(
           "late ops    {:.0f} kernels ran past their op time, by {} in all per iteration{}\n",
@@ -198,15 +241,17 @@ void register_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--time-scale", args->time_scale,
                   fmt::format("stretch op times (and, on the host backend, paced copies) by this "
-                              "factor, {:g} to {:g}; 0: as fast as possible",
+                              "factor, {:g} to {:g}; 0: as fast as possible; auto: the host "
+                              "backend measures this host with one iteration first (CUDA: 1)",
                               kMinTimeScale, kMaxTimeScale))
-      ->check(zero_or_number_in(kMinTimeScale, kMaxTimeScale))
+      ->check(auto_zero_or_number_in(kMinTimeScale, kMaxTimeScale))
       ->capture_default_str();
   cmd->add_flag("--pace,!--no-pace", args->pace,
                 "host backend: pace copies to the profile's PCIe bandwidths (default on)");
   cmd->add_option("--cuda-device", args->cuda_device, "CUDA device index")
       ->check(cuda_device_index());
   cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->add_flag("--quiet", args->quiet, "no progress lines on stderr");
   cmd->add_option("--kernels", args->kernels,
                   "synthetic (checksummed stand-ins) or aten (a captured PyTorch model run "
                   "through libtorch: docs/capture.md)")
@@ -225,7 +270,9 @@ void register_run(CLI::App& app) {
          "--threads", args->aten.threads,
          fmt::format("aten: intra-op threads, at most {} (default: libtorch's)", kMaxThreads))
       ->check(integer_in(0, kMaxThreads));
-  cmd->callback([args] { run_run(*args); });
+  // Under mpirun, one rank's error ends every rank (Note [Rank failures] in
+  // runtime/ranks.h).
+  cmd->callback([args] { runtime::run_rank([&] { run_run(*args); }); });
 }
 
 }  // namespace sa::cli

@@ -1,5 +1,7 @@
 // `swapadvisor run --kernels aten` (cli/run_aten.h).
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -118,6 +120,7 @@ void run_aten(const AtenRunArgs& a) {
                         {"median_iteration_us", r.run.median_wall_us()},
                         {"swap_in_bytes", r.run.swap_in_bytes},
                         {"swap_out_bytes", r.run.swap_out_bytes},
+                        {"recomputes", r.run.recomputes},
                         {"peak_device_bytes", r.run.peak_device_bytes},
                         {"arena_bytes", r.run.arena_bytes},
                         {"memory_budget_bytes", p.memory_budget},
@@ -157,9 +160,11 @@ void run_aten(const AtenRunArgs& a) {
              format_bytes(p.arena_bytes()));
   fmt::print("outputs     {} placed by the allocator, {} copied ({}, {})\n", s.outputs_placed,
              s.outputs_copied, format_bytes(s.copied_bytes), format_us(s.copy_us));
+  // Per iteration, as the swaps are (aten.ops_recomputed in --json counts
+  // all the iterations').
   if (s.ops_recomputed > 0)
-    fmt::print("recomputed  {} ops run again, {} of them random with their draws replayed\n",
-               s.ops_recomputed, s.random_replays);
+    fmt::print("recomputed  {} ops per iteration, {} of them random with their draws replayed\n",
+               r.run.recomputes, s.random_replays / std::max(1, a.iterations));
   fmt::print("scratch     kernels' own allocations outside the arena peaked at {}\n",
              format_bytes(s.scratch_peak_bytes));
   if (!save_values.empty()) fmt::print("state       written to {}\n", terminal_safe(save_values));

@@ -32,11 +32,14 @@ bool parse_whole(std::string_view text, T* out) {
   }
 }
 
-CLI::Validator number_check(double lo, double hi, bool zero_ok) {
-  const std::string range = zero_ok ? fmt::format("0 or a number from {:g} to {:g}", lo, hi)
-                                    : fmt::format("a number from {:g} to {:g}", lo, hi);
+// word: a word also allowed ("auto"), or empty.
+CLI::Validator number_check(double lo, double hi, bool zero_ok, const std::string& word = "") {
+  std::string range = zero_ok ? fmt::format("0 or a number from {:g} to {:g}", lo, hi)
+                              : fmt::format("a number from {:g} to {:g}", lo, hi);
+  if (!word.empty()) range = word + ", " + range;
   return CLI::Validator(
-      [lo, hi, zero_ok, range](std::string& input) -> std::string {
+      [lo, hi, zero_ok, range, word](std::string& input) -> std::string {
+        if (!word.empty() && input == word) return "";
         // A leading '+' is what a user may write; from_chars does not take it.
         std::string_view text = input;
         if (!text.empty() && text.front() == '+') text.remove_prefix(1);
@@ -47,8 +50,9 @@ CLI::Validator number_check(double lo, double hi, bool zero_ok) {
         if (v < lo || v > hi) return fmt::format("expected {}, got {}", range, shown(input));
         return "";
       },
-      zero_ok ? fmt::format("0 or NUMBER in [{:g}, {:g}]", lo, hi)
-              : fmt::format("NUMBER in [{:g}, {:g}]", lo, hi));
+      (word.empty() ? "" : word + " or ") +
+          (zero_ok ? fmt::format("0 or NUMBER in [{:g}, {:g}]", lo, hi)
+                   : fmt::format("NUMBER in [{:g}, {:g}]", lo, hi)));
 }
 
 }  // namespace
@@ -59,6 +63,10 @@ CLI::Validator number_in(double lo, double hi) {
 
 CLI::Validator zero_or_number_in(double lo, double hi) {
   return number_check(lo, hi, true);
+}
+
+CLI::Validator auto_zero_or_number_in(double lo, double hi) {
+  return number_check(lo, hi, true, "auto");
 }
 
 CLI::Validator integer_in(int64_t lo, int64_t hi) {

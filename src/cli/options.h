@@ -18,6 +18,8 @@ CLI::Validator number_in(double lo, double hi);
 
 // 0, or a finite number from lo to hi: for options where 0 means "off".
 CLI::Validator zero_or_number_in(double lo, double hi);
+// "auto", or as zero_or_number_in (run's --time-scale).
+CLI::Validator auto_zero_or_number_in(double lo, double hi);
 
 // A whole number (decimal, no sign for unsigned ranges) from lo to hi.
 CLI::Validator integer_in(int64_t lo, int64_t hi);

@@ -64,6 +64,7 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
   ro.iterations = o.iterations;
   ro.time_scale = 0;
   ro.check_integrity = false;
+  ro.agree = "kernels: aten";  // every rank (Note [Rank failures] in runtime/ranks.h)
   ro.init_host = [&initial](TensorId t, std::byte* host, int64_t bytes) {
     const TensorValue* v = initial.find(t);
     std::memset(host, 0, static_cast<size_t>(bytes));

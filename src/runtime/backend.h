@@ -157,6 +157,12 @@ class Backend {
   // Keeps stream s busy for `us` microseconds (tests, measurements).
   virtual void delay(Stream s, double us) = 0;
 
+  // From now on, copies take `scale` x the link's time, or as long as they
+  // take with 0 (streams idle; Note [Automatic time scale] in
+  // runtime/executor.h). Only the host backend paces copies; op durations
+  // come scaled with launch_op.
+  virtual void set_time_scale(double /*scale*/) {}
+
   // The op kernels that ran longer than the duration launch_op gave them
   // since the last call, and by how much in all (wall time), then starts
   // counting again (streams idle). Only the host backend counts: its kernels

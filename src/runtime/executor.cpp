@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include <fmt/format.h>
 
+#include "plan/plan_io.h"
 #include "runtime/kernel_table.h"
 #include "runtime/reference.h"
 #include "runtime/synthetic_op.h"
@@ -45,13 +47,46 @@ class Executor {
   }
 
   RunResult run() {
-    setup();
-    warm_up();
+    // Under mpirun, the ranks agree on what they run before anything is
+    // allocated, and meet again after the setup, where an arena one of them
+    // cannot allocate fails every rank (Note [Rank failures] in
+    // runtime/ranks.h). With one rank, nothing.
+    const bool ranks = runtime::ranks().size > 1;
+    if (ranks) {
+      const RunFingerprint fp = fingerprint();
+      checkpoint(&fp, nullptr);
+    }
+    std::exception_ptr error;
+    try {
+      setup();
+      warm_up();
+    } catch (...) {
+      if (!ranks) throw;
+      error = std::current_exception();
+    }
+    if (ranks) checkpoint(nullptr, error);
+    collectives_begin();
+
+    const bool calibrate = static_cast<bool>(o_.choose_time_scale);
+    const int checked = o_.iterations + (calibrate ? 1 : 0);
     Reference ref;
     if (o_.check_integrity) {
-      ref = run_reference(g_, o_.iterations);
+      ref = run_reference(g_, checked);
       r_.integrity_checked = true;
     }
+    scale_ = o_.time_scale;
+    if (calibrate) {  // Note [Automatic time scale]
+      scale_ = 0;
+      b_.set_time_scale(0);
+      issue_iteration();
+      b_.synchronize();
+      r_.calibration_wall_us = iteration_wall_us();
+      if (o_.check_integrity) check(0, "the calibration iteration", ref);
+      scale_ = o_.choose_time_scale(r_.calibration_wall_us);
+      SA_CHECK(scale_ >= 0, "time scale {}", scale_);
+      b_.set_time_scale(scale_);
+    }
+    r_.time_scale = scale_;
     for (int it = 0; it < o_.iterations; ++it) {
       b_.take_kernel_overrun();  // not the warm-up's
       issue_iteration();
@@ -60,13 +95,42 @@ class Executor {
       r_.late_kernels.push_back(late.kernels);
       r_.kernel_overrun_wall_us.push_back(late.wall_us);
       collect_timing();
-      if (o_.check_integrity && r_.integrity_ok) check(it, ref);
+      if (o_.on_iteration) o_.on_iteration(it, r_.iteration_wall_us.back());
+      const int ref_it = it + (calibrate ? 1 : 0);
+      if (o_.check_integrity && r_.integrity_ok)
+        check(ref_it, fmt::format("iteration {}", it + 1), ref);
+      else if (o_.check_integrity)
+        // Computed all the same: under mpirun the reference's collectives
+        // must be issued on every rank, in step with the others' (Note
+        // [Ranks] in runtime/ranks.h), whether this rank's check failed.
+        (void)ref.slots[ref_it];
     }
+    collectives_end();
     if (o_.final_value) read_back();
     return std::move(r_);
   }
 
  private:
+  // What every rank must agree on (Note [Rank failures]).
+  RunFingerprint fingerprint() const {
+    RunFingerprint fp;
+    fp.graph = graph_fingerprint(g_);
+    // The whole plan as its file has it: steps, waits, objects, budget.
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (const char c : plan_to_json(g_, p_))
+      h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+    fp.plan = h;
+    fp.graph_text =
+        fmt::format("'{}' ({} ops, {} tensors)", g_.name, g_.num_ops(), g_.num_tensors());
+    fp.plan_text =
+        fmt::format("'{}' (budget {} B, {} steps)", p_.method, p_.memory_budget, p_.num_steps());
+    fp.options =
+        fmt::format("iterations: {}; integrity check: {}; calibration iteration: {}", o_.iterations,
+                    o_.check_integrity ? "on" : "off", o_.choose_time_scale ? "on" : "off");
+    if (!o_.agree.empty()) fp.options += "; " + o_.agree;
+    return fp;
+  }
+
   void setup() {
     if (p_.arena_bytes() > p_.memory_budget)
       throw Error(fmt::format("the plan's objects reach {} B, over its memory budget ({} B)",
@@ -119,6 +183,7 @@ class Executor {
     const PlanTraffic traffic = plan_traffic(g_, p_);
     r_.swap_in_bytes = traffic.swap_in_bytes;
     r_.swap_out_bytes = traffic.swap_out_bytes;
+    r_.recomputes = traffic.recomputes;
   }
 
   std::byte* object_ptr(ObjectId k) { return arena_.data() + p_.objects[k].offset; }
@@ -235,7 +300,7 @@ class Executor {
             reuse(st, objs[k]);
             tenant_[objs[k]] = n + o;
           }
-          b_.launch_op(kernel_of_step_[s], op_us_[o] * o_.time_scale);
+          b_.launch_op(kernel_of_step_[s], op_us_[o] * scale_);
           for (ObjectId obj : objs)
             touch(st, obj, s);
           if (op.workspace_bytes > 0 && tenant_[objs[k]] == n + o) tenant_[objs[k]] = kFree;
@@ -261,6 +326,16 @@ class Executor {
       done_[s][static_cast<int>(st)] = s;
     }
     r_.safety_waits = safety_waits_;
+  }
+
+  // The wall time of the iteration just synchronized: from its start to the
+  // last event of its steps.
+  double iteration_wall_us() {
+    double last = 0;
+    for (StepId s = 0; s < p_.num_steps(); ++s)
+      if (stream_of(p_.steps[s].kind) != Stream::kNone)
+        last = std::max(last, b_.elapsed_us(*begin_, *events_[s]));
+    return last;
   }
 
   // Step times of the iteration just synchronized, the timeline and the
@@ -294,7 +369,8 @@ class Executor {
     r_.timeline = std::move(tl);
   }
 
-  void check(int it, const Reference& ref) {
+  // Compares iteration it of the reference (`label` in messages).
+  void check(int it, const std::string& label, const Reference& ref) {
     // Persistent tensors where their latest value is: back in their
     // initial-resident object, or in host memory.
     std::vector<uint64_t> host_sums(persistent_.size(), 0);
@@ -320,11 +396,11 @@ class Executor {
         const int32_t j = s - layout_.slot_begin[o];
         const bool is_output = j < static_cast<int32_t>(op.outputs.size());
         const TensorId t = is_output ? op.outputs[j] : op.updates[j - op.outputs.size()];
-        fail(fmt::format(
-            "iteration {}: {} {} {}: checksum {:016x}, the reference run's is {:016x} (it read a "
-            "stale, misplaced or partly copied buffer)",
-            it + 1, op_label(g_, o), is_output ? "created" : "updated", tensor_label(g_, t),
-            slots[s], want[s]));
+        fail(
+            fmt::format("{}: {} {} {}: checksum {:016x}, the reference run's is {:016x} (it read a "
+                        "stale, misplaced or partly copied buffer)",
+                        label, op_label(g_, o), is_output ? "created" : "updated",
+                        tensor_label(g_, t), slots[s], want[s]));
         return;
       }
     }
@@ -333,9 +409,9 @@ class Executor {
       if (got == ref.persistent_sums[it][i]) continue;
       const TensorId t = persistent_[i];
       fail(fmt::format(
-          "iteration {}: at its end, persistent {} ({}) has checksum {:016x}, the reference "
+          "{}: at its end, persistent {} ({}) has checksum {:016x}, the reference "
           "run's is {:016x}",
-          it + 1, tensor_label(g_, t),
+          label, tensor_label(g_, t),
           on_device[i] ? fmt::format("in object {}", resident_object_[t]) : "in host memory", got,
           ref.persistent_sums[it][i]));
       return;
@@ -353,6 +429,7 @@ class Executor {
   std::span<const double> op_us_;
   RunOptions o_;
   RunResult r_;
+  double scale_ = 1;  // the current iteration's time scale (Note [Automatic time scale])
 
   Buffer arena_;
   std::vector<Buffer> host_;  // per tensor; empty when not needed
@@ -373,6 +450,16 @@ class Executor {
 };
 
 }  // namespace
+
+double auto_time_scale(double wall_us, double simulated_us, double max_scale) {
+  if (!(simulated_us > 0) || !(wall_us > 0)) return 1;
+  const double x = kCalibrationHeadroom * wall_us / simulated_us;
+  if (!(x > 1)) return 1;
+  if (!(x < max_scale)) return max_scale;
+  // Up to two significant digits; the 1e-9 keeps an exact 24 at 24.
+  const double unit = std::pow(10.0, std::floor(std::log10(x)) - 1);
+  return std::min(max_scale, std::ceil(x / unit - 1e-9) * unit);
+}
 
 double RunResult::median_wall_us() const {
   if (iteration_wall_us.empty()) return 0;

@@ -69,6 +69,26 @@
 // say how many kernels ran past their op's duration and by how much. A
 // measured time above the simulated one with a large overrun means the scale
 // is too small for this host, not that the plan is slow.
+//
+// Note [Automatic time scale]
+// ---------------------------
+// Which scale is enough depends on the host and the graph (a 2-core VM
+// needed 20 for ResNet-50; a graph of tiny ops needs more, for the threads'
+// wake-ups), so a fixed default misleads: at 1, a run measured 24 x its
+// simulated time. With RunOptions::choose_time_scale set, run_plan measures
+// the host first: after the warm-up it runs one calibration iteration at
+// time scale 0 (kernels do not wait out their ops, copies are not paced),
+// checked like the others but not timed with them, and asks
+// choose_time_scale for the scale of the timed iterations given its wall
+// time. `run` chooses auto_time_scale(): the scaled iteration lasts
+// kCalibrationHeadroom x that wall time, so that the host's own work (the
+// kernels, memcpy at its own speed, the threads' wake-ups) takes a small
+// share of every op's and copy's time; under mpirun the ranks take the
+// largest scale any of them needs. The price is time: each timed
+// iteration takes kCalibrationHeadroom x the calibration's wall time. At 10,
+// plans of ResNet-50 and an LSTM at 50% of their peak measured within 0.3%
+// of their simulated time on a loaded 2-core VM (docs/runtime.md, `swapadvisor
+// run`); at half that headroom one LSTM iteration of three was 16% slow.
 
 #include <cstddef>
 #include <cstdint>
@@ -96,12 +116,25 @@ struct RunOptions {
   std::function<void(TensorId, std::byte* host, int64_t bytes)> init_host;
   std::function<void(TensorId, const std::byte* data, int64_t bytes)> final_value;
   bool safety_net = true;  // object-reuse waits (Note [Executing a plan]); off: tests only
+  // When set, a calibration iteration at time scale 0 runs first, and the
+  // timed iterations run at the scale this returns given its wall time (Note
+  // [Automatic time scale]); time_scale is then not used.
+  std::function<double(double calibration_wall_us)> choose_time_scale;
+  // When set, called after each timed iteration (0-based) with its wall time:
+  // a progress line.
+  std::function<void(int iteration, double wall_us)> on_iteration;
+  // What else every rank must agree on, as "key: value" items separated by
+  // "; " (e.g. "kernels: synthetic"), compared at the checkpoint before the
+  // run with the graph, the plan and the options above (Note [Rank failures]
+  // in runtime/ranks.h).
+  std::string agree;
 };
 
 struct RunResult {
   std::vector<double> iteration_wall_us;  // per iteration
   int64_t swap_in_bytes = 0;              // per iteration
   int64_t swap_out_bytes = 0;             // per iteration
+  int recomputes = 0;                     // recompute steps, per iteration
   int64_t peak_device_bytes = 0;          // over all iterations, from the measured timelines
   int64_t arena_bytes = 0;                // the device arena: exactly the plan's budget
   int64_t pool_end_bytes = 0;             // the end of the last object in the arena
@@ -115,9 +148,21 @@ struct RunResult {
   bool integrity_ok = true;
   std::string integrity = "ok";      // "ok", or the first difference
   std::vector<StepTiming> timeline;  // of the last iteration, wall us from its start
+  double time_scale = 1;             // the timed iterations' (RunOptions::choose_time_scale)
+  double calibration_wall_us = 0;    // the calibration iteration's wall time; 0: none ran
 
   double median_wall_us() const;
 };
+
+inline constexpr double kCalibrationHeadroom = 10;
+
+// The time scale after a calibration iteration of wall_us for a simulated
+// iteration of simulated_us (Note [Automatic time scale]):
+// kCalibrationHeadroom x wall_us / simulated_us, rounded up to two
+// significant digits (24, 4.6, 1300) so that it reads as chosen, at least 1
+// (a host that keeps up runs at the device's speed) and at most max_scale; 1
+// when either time is not positive.
+double auto_time_scale(double wall_us, double simulated_us, double max_scale);
 
 // REQUIRES: g passed validate_graph and p passed read_plan's structural
 // checks (ids in range, waits to earlier steps); it need not be correct (the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -48,6 +49,18 @@ struct StreamClock {
     return std::max({free, ready, issued});
   }
 };
+
+// Tests only: with SA_TEST_HOST_ALLOC_LIMIT=BYTES in the environment, an
+// allocation of more bytes fails as a failed malloc does: an arena that one
+// rank of an MPI test cannot allocate (Note [Rank failures] in
+// runtime/ranks.h), without allocating gigabytes on the others.
+int64_t test_alloc_limit() {
+  const char* s = std::getenv("SA_TEST_HOST_ALLOC_LIMIT");
+  if (!s || !*s) return INT64_MAX;
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, 10);
+  return *end == '\0' && v >= 0 ? v : INT64_MAX;
+}
 
 // Events as CUDA has them: record() targets the next generation, wait() the
 // latest generation recorded so far. `recorded` belongs to the issuing
@@ -214,6 +227,8 @@ class HostBackend final : public Backend {
     });
   }
 
+  void set_time_scale(double scale) override { pacer_.set_time_scale(scale); }
+
   KernelOverrun take_kernel_overrun() override { return std::exchange(overrun_, {}); }
 
   void launch_checksum(const std::byte* device, int64_t bytes, int32_t slot) override {
@@ -246,8 +261,9 @@ class HostBackend final : public Backend {
   Buffer alloc(int64_t bytes, const char* what) {
     SA_CHECK(bytes >= 0, "negative allocation");
     // Exactly `bytes` (at least one, so that the pointer is distinct).
-    auto* p =
-        static_cast<std::byte*>(std::malloc(static_cast<size_t>(std::max<int64_t>(bytes, 1))));
+    auto* p = bytes > test_alloc_limit() ? nullptr
+                                         : static_cast<std::byte*>(std::malloc(
+                                               static_cast<size_t>(std::max<int64_t>(bytes, 1))));
     if (!p)
       throw Error(fmt::format("cannot allocate the {} of {} bytes in host memory", what, bytes));
     if (options_.prefault) std::memset(p, 0, static_cast<size_t>(bytes));

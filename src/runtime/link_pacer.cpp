@@ -9,15 +9,20 @@
 
 namespace sa::runtime {
 
-LinkPacer::LinkPacer(const DeviceProfile& link, double time_scale, bool pace) {
-  paced_ = pace && time_scale > 0;
+LinkPacer::LinkPacer(const DeviceProfile& link, double time_scale, bool pace)
+    : link_(link), pace_(pace) {
+  set_time_scale(time_scale);
+}
+
+void LinkPacer::set_time_scale(double time_scale) {
+  paced_ = pace_ && time_scale > 0;
   if (!paced_) return;
-  SA_CHECK(link.h2d_gbps > 0 && link.d2h_gbps > 0 && link.duplex_gbps > 0,
-           "device profile '{}' has no link bandwidths", link.name);
-  rate_[0] = link.h2d_bytes_per_us() / time_scale;
-  rate_[1] = link.d2h_bytes_per_us() / time_scale;
+  SA_CHECK(link_.h2d_gbps > 0 && link_.d2h_gbps > 0 && link_.duplex_gbps > 0,
+           "device profile '{}' has no link bandwidths", link_.name);
+  rate_[0] = link_.h2d_bytes_per_us() / time_scale;
+  rate_[1] = link_.d2h_bytes_per_us() / time_scale;
   duplex_scale_ = std::min(
-      1.0, link.duplex_bytes_per_us() / (link.h2d_bytes_per_us() + link.d2h_bytes_per_us()));
+      1.0, link_.duplex_bytes_per_us() / (link_.h2d_bytes_per_us() + link_.d2h_bytes_per_us()));
 }
 
 Clock::time_point LinkPacer::copy(Direction dir, std::byte* dst, const std::byte* src,

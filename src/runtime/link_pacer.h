@@ -49,7 +49,12 @@ class LinkPacer {
 
   bool paced() const { return paced_; }
 
+  // As if constructed with this time scale (no copy in flight).
+  void set_time_scale(double time_scale);
+
  private:
+  DeviceProfile link_;
+  bool pace_ = false;
   bool paced_ = false;
   double rate_[2] = {0, 0};  // bytes per wall microsecond, alone
   double duplex_scale_ = 1;  // rate factor while both directions copy

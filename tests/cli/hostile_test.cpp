@@ -146,7 +146,7 @@ TEST(Hostile, RunRejectsAbsurdTimeScalesLinksAndIterations) {
   const std::string run = "run " + kMlp3 + " " + adversarial("plan.json") + " --iterations 1";
   for (const char* scale : {"1e20", "nan", "1e-320", "-1"})
     EXPECT_EQ(user_error(run + " --time-scale " + scale),
-              "--time-scale: expected 0 or a number from 0.001 to 1e+06, got '" +
+              "--time-scale: expected auto, 0 or a number from 0.001 to 1e+06, got '" +
                   std::string(scale) + "'\nRun with --help for more information.\n");
   EXPECT_EQ(user_error(run + " --device " + adversarial("h2d_tiny.json")),
             "swapadvisor: error: " + adversarial("h2d_tiny.json") +

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "plan/simulator.h"
 #include "plan/verify.h"
@@ -97,6 +98,74 @@ TEST(RuntimeExecutor, SafetyNetOrdersObjectReuse) {
   const RunResult r = run_plan(*b, s.g, s.plan, s.op_us, {});
   EXPECT_EQ(r.integrity, "ok");
   EXPECT_EQ(r.safety_waits, 1);
+}
+
+// Note [Automatic time scale]: one calibration iteration at time scale 0
+// (checked, not timed), then the timed iterations at the scale chosen from
+// its wall time.
+TEST(RuntimeExecutor, CalibrationIterationChoosesTheTimeScale) {
+  auto s = swap_chain(1 << 20, 1000, 1);
+  Simulator sim;
+  const SimResult sr = sim.run(s.g, s.plan, s.op_us, s.link);
+  ASSERT_TRUE(sr.ok) << sr.error;
+  auto b = paced_backend(s.link, /*time_scale=*/1);
+  RunOptions o;
+  o.iterations = 2;
+  std::vector<double> calibrations;
+  o.choose_time_scale = [&](double wall_us) {
+    calibrations.push_back(wall_us);
+    return 3.0;
+  };
+  std::vector<int> reported;
+  o.on_iteration = [&](int it, double wall_us) {
+    reported.push_back(it);
+    EXPECT_GT(wall_us, 0);
+  };
+  const RunResult r = run_plan(*b, s.g, s.plan, s.op_us, o);
+  EXPECT_EQ(r.integrity, "ok");
+  ASSERT_EQ(calibrations.size(), 1u);
+  EXPECT_GT(calibrations[0], 0);
+  EXPECT_EQ(r.calibration_wall_us, calibrations[0]);
+  EXPECT_EQ(r.time_scale, 3.0);
+  EXPECT_EQ(reported, (std::vector<int>{0, 1}));
+  EXPECT_EQ(r.iteration_wall_us.size(), 2u);  // the calibration is not among them
+  // As fast as the host goes: well under the ops' 6 ms of compute alone.
+  EXPECT_LT(calibrations[0], 6 * 1000);
+  // The timed iterations ran at scale 3: ops and paced copies stretched.
+  EXPECT_GT(fastest(r), 0.95 * 3 * sr.iteration_us);
+}
+
+// The calibration iteration is checked like the others: a plan whose op5
+// reads a from the object e holds fails there first, by that name.
+TEST(RuntimeExecutor, CalibrationIterationIsChecked) {
+  auto s = swap_chain(64 << 10, 20, 1);
+  const ObjectId e_obj = s.plan.objects_of(5)[2];  // x (output), a, e (inputs)
+  s.plan.access_objects[s.plan.access_begin[5] + 1] = e_obj;
+  auto b = make_host_backend({});
+  RunOptions o;
+  o.iterations = 2;
+  o.choose_time_scale = [](double) { return 0.0; };
+  const RunResult r = run_plan(*b, s.g, s.plan, s.op_us, o);
+  EXPECT_FALSE(r.integrity_ok);
+  EXPECT_EQ(r.integrity.rfind("the calibration iteration: op 5 'op5' (test::n) created tensor 5 "
+                              "'x'",
+                              0),
+            0u)
+      << r.integrity;
+}
+
+// kCalibrationHeadroom x wall / simulated, up to two significant digits,
+// within [1, max].
+TEST(RuntimeExecutor, AutoTimeScale) {
+  EXPECT_EQ(kCalibrationHeadroom, 10);
+  EXPECT_EQ(auto_time_scale(240, 100, 1e6), 24);  // 24 exactly
+  EXPECT_EQ(auto_time_scale(241, 100, 1e6), 25);  // 24.1 -> 25
+  EXPECT_NEAR(auto_time_scale(45.6, 100, 1e6), 4.6, 1e-12);
+  EXPECT_EQ(auto_time_scale(12345, 100, 1e6), 1300);  // 1234.5 -> 1300
+  EXPECT_EQ(auto_time_scale(5, 100, 1e6), 1);         // 0.5: the host keeps up
+  EXPECT_EQ(auto_time_scale(1e9, 1, 1e6), 1e6);       // at most max_scale
+  EXPECT_EQ(auto_time_scale(0, 100, 1e6), 1);         // nothing measured
+  EXPECT_EQ(auto_time_scale(100, 0, 1e6), 1);         // nothing simulated
 }
 
 }  // namespace

@@ -75,6 +75,50 @@ TEST(RuntimeCli, RunPrintsAReport) {
   EXPECT_NE(r.out.find("integrity   ok"), std::string::npos) << r.out;
 }
 
+// The default time scale is auto on the host backend (Note [Automatic time
+// scale] in runtime/executor.h): a calibration iteration measures the host,
+// and the scale it picks is printed. The graph's simulated iteration is a few
+// tens of us, far less than what the host threads need per step, so the
+// scale must be above 1 (at 1 the run measured many times its simulated
+// time). The ratio is checked only loosely: tests check correctness.
+TEST(RuntimeCli, RunChoosesTheTimeScaleByDefault) {
+  Files f;
+  const auto r = run_cli("run " + f.graph + " " + f.plan + " --iterations 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["time_scale_auto"], true);
+  EXPECT_GT(j["time_scale"].get<double>(), 1);
+  EXPECT_GT(j["calibration_wall_us"].get<double>(), 0);
+  EXPECT_EQ(j["integrity"], "ok");
+  EXPECT_EQ(j["wall_us"].size(), 2u);
+  const double ratio = j["ratio"].get<double>();
+  EXPECT_GT(ratio, 0.5) << r.out;
+  EXPECT_LT(ratio, 5) << r.out;
+  // Progress on stderr: the setup, the calibration, each iteration.
+  EXPECT_NE(r.err.find("run: setting up: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run: calibration: one iteration as fast as this host goes took "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("run: iteration 1/2: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run: iteration 2/2: "), std::string::npos) << r.err;
+}
+
+TEST(RuntimeCli, RunReportsTheTimeScaleItChose) {
+  Files f;
+  const auto r = run_cli("run " + f.graph + " " + f.plan + " --iterations 1 --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" (auto: a calibration iteration took "), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");  // --quiet: no progress lines
+  // A number given is used as it is, without calibration.
+  const auto fixed =
+      run_cli("run " + f.graph + " " + f.plan + " --iterations 1 --time-scale 7 --json --quiet");
+  ASSERT_EQ(fixed.exit_code, 0) << fixed.err;
+  const auto j = nlohmann::json::parse(fixed.out);
+  EXPECT_EQ(j["time_scale"], 7);
+  EXPECT_EQ(j["time_scale_auto"], false);
+  EXPECT_EQ(j["calibration_wall_us"], 0);
+}
+
 TEST(RuntimeCli, RunRefusesAnInvalidPlan) {
   Files f;
   // The first swap-out of an activation becomes a drop: its value is lost.
