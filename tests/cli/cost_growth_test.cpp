@@ -56,8 +56,9 @@ TEST(CostGrowth, SweepTargetIsAFraction) {
   for (const char* bad : {"nan", "90", "0", "-0.5", "inf", "1.5", "0.9x"}) {
     const testing::CliResult r = run_cli(args + " --target " + bad, kTimeout);
     EXPECT_EQ(r.exit_code, 1) << bad;
-    EXPECT_EQ(r.err, std::string("--target: a fraction in (0, 1], e.g. 0.9 for 90%, got '") + bad +
-                         "'\nRun with --help for more information.\n");
+    EXPECT_EQ(r.err, std::string("swapadvisor: error: sweep: --target: a fraction in (0, 1], e.g. "
+                                 "0.9 for 90%, got '") +
+                         bad + "'\n(`swapadvisor sweep --help` lists the options)\n");
   }
   EXPECT_EQ(run_cli(args + " --target 1", kTimeout).exit_code, 0);
 }

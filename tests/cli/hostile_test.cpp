@@ -48,6 +48,13 @@ const std::string kAten = "run " + data_path("capture/tiny_mlp.graph.json.gz") +
 
 // Case 2, 3, 3b, 13, 15: the ATen path rejects bad exec and values files and
 // --threads before any kernel runs.
+// A bad command line, as main() says it: the subcommand, CLI11's message,
+// where the options are listed.
+std::string parse_error(const std::string& cmd, const std::string& msg) {
+  return "swapadvisor: error: " + cmd + ": " + msg + "\n(`swapadvisor " + cmd +
+         " --help` lists the options)\n";
+}
+
 TEST(Hostile, AtenRunRejectsBadFilesAndThreads) {
   EXPECT_EQ(user_error(kAten + " --exec " + data_path("capture/tiny_mlp.exec.json.gz") +
                        " --values " + adversarial("v_offset_overflow.values.bin")),
@@ -64,8 +71,7 @@ TEST(Hostile, AtenRunRejectsBadFilesAndThreads) {
             "swapadvisor: error: " + adversarial("v_graph_name_other.values.bin") +
                 ": the values of graph \"other_model\", not of \"tiny_mlp\"\n");
   EXPECT_EQ(user_error(kAten + " --threads 100000"),
-            "--threads: expected a whole number from 0 to 1024, got '100000'\n"
-            "Run with --help for more information.\n");
+            parse_error("run", "--threads: expected a whole number from 0 to 1024, got '100000'"));
 }
 
 // Case 4: a 130 KB gzip bomb stops at the JSON memory limit; within 4 GiB of
@@ -97,8 +103,9 @@ TEST(Hostile, HugeOpTimesAreUserErrors) {
             "swapadvisor: error: " + adversarial("overhead_huge.json") +
                 ": launch_overhead_us: must be between 0 and 1000000 us, got 1e+308\n");
   EXPECT_EQ(user_error(kPlan + " --compute-scale 1e308"),
-            "--compute-scale: expected a number from 1e-06 to 1e+06, got '1e308'\n"
-            "Run with --help for more information.\n");
+            parse_error("plan",
+                        "--compute-scale: expected a number from 1e-06 to 1e+06, got "
+                        "'1e308'"));
   // Each factor within its limit, the product over: op 0 takes 1e10 us.
   testing::GraphBuilder b;
   const TensorId x = b.tensor(64, TensorKind::kInput);
@@ -130,15 +137,15 @@ TEST(Hostile, NumberOptionsRejectNanInfinityAndAbsurdValues) {
         "--seed 18446744073709551616", "--memory ''", "--threads 100000"}) {
     const std::string err = user_error(kPlan + " " + opt);
     const std::string name = std::string(opt).substr(0, std::string(opt).find(' '));
-    EXPECT_EQ(err.rfind(name + ": ", 0), 0u) << opt << ": " << err;
+    EXPECT_EQ(err.rfind("swapadvisor: error: plan: " + name + ": ", 0), 0u) << opt << ": " << err;
   }
   // The largest seed is a seed.
   const testing::CliResult r = run_cli(kPlan + " --seed 18446744073709551615", kTimeout);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   // Bounds are printed briefly, never as 309 digits.
-  EXPECT_EQ(user_error("stats --model mlp-3 --batch -1"),
-            "--batch: expected a whole number from 1 to 2147483647, got '-1'\n"
-            "Run with --help for more information.\n");
+  EXPECT_EQ(
+      user_error("stats --model mlp-3 --batch -1"),
+      parse_error("stats", "--batch: expected a whole number from 1 to 2147483647, got '-1'"));
 }
 
 // Case 11, 12: run's time scale, link speeds and iteration count.
@@ -146,15 +153,18 @@ TEST(Hostile, RunRejectsAbsurdTimeScalesLinksAndIterations) {
   const std::string run = "run " + kMlp3 + " " + adversarial("plan.json") + " --iterations 1";
   for (const char* scale : {"1e20", "nan", "1e-320", "-1"})
     EXPECT_EQ(user_error(run + " --time-scale " + scale),
-              "--time-scale: expected auto, 0 or a number from 0.001 to 1e+06, got '" +
-                  std::string(scale) + "'\nRun with --help for more information.\n");
+              parse_error("run",
+                          "--time-scale: expected auto, 0 or a number from 0.001 to 1e+06, "
+                          "got '" +
+                              std::string(scale) + "'"));
   EXPECT_EQ(user_error(run + " --device " + adversarial("h2d_tiny.json")),
             "swapadvisor: error: " + adversarial("h2d_tiny.json") +
                 ": h2d_gbps: must be between 0.001 and 100000 GB/s, got 1e-300\n");
   EXPECT_EQ(user_error("run " + kMlp3 + " " + adversarial("plan.json") +
                        " --iterations 2147483647 --time-scale 0"),
-            "--iterations: expected a whole number from 1 to 1000000, got '2147483647'\n"
-            "Run with --help for more information.\n");
+            parse_error("run",
+                        "--iterations: expected a whole number from 1 to 1000000, got "
+                        "'2147483647'"));
   EXPECT_EQ(user_error("bandwidth --backend host --bytes 1"),
             "swapadvisor: error: --bytes: 1 B is outside 1.0 MiB to 16.00 GiB: smaller copies "
             "measure latency, not bandwidth\n");
