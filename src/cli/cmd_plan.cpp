@@ -59,7 +59,9 @@ void run_plan(const PlanArgs& args) {
                             {"shard_optimizer", in.dp.shard_optimizer},
                             {"collective_us", s.collective_us},
                             {"collective_exposed_us", exposed}};
-      if (in.batch) j["samples_per_s_total"] = in.dp.ranks * *in.batch / (s.iteration_us * 1e-6);
+      if (in.batch)
+        j["samples_per_s_total"] = static_cast<double>(in.dp.ranks) *
+                                   static_cast<double>(*in.batch) / (s.iteration_us * 1e-6);
     }
     fmt::print("{}\n", dump_json(j, 2));
     return;
@@ -80,7 +82,8 @@ void run_plan(const PlanArgs& args) {
                in.dp.shard_optimizer ? " (optimizer sharded)" : "", format_us(s.collective_us),
                format_us(exposed),
                in.batch ? fmt::format(", {:.2f} samples/s in all",
-                                      in.dp.ranks * *in.batch / (s.iteration_us * 1e-6))
+                                      static_cast<double>(in.dp.ranks) *
+                                          static_cast<double>(*in.batch) / (s.iteration_us * 1e-6))
                         : "");
   fmt::print("compute stall {}{}\n", format_us(s.stall_us),
              stalls.total_us > 0 ? ": " + describe_stall_causes(stalls) : "");

@@ -131,7 +131,7 @@ PlanningInputs load_planning_inputs(const PlanningArgs& args, std::optional<Grap
   } else {
     for (const Tensor& t : in.graph.tensors)
       if (t.kind == TensorKind::kInput && !t.shape.empty() && t.shape[0] > 0) {
-        in.batch = static_cast<int>(t.shape[0]);
+        in.batch = t.shape[0];
         break;
       }
   }

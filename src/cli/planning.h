@@ -47,8 +47,9 @@ struct PlanningInputs {
   DeviceProfile device;
   int64_t budget = 0;
   int64_t peak_live = 0;
-  std::optional<int> batch;  // samples per iteration of one rank, when known
-  DataParallel dp;           // what the graph and device are one rank of
+  std::optional<int64_t>
+      batch;        // samples per iteration of one rank, when known (an input's shape[0])
+  DataParallel dp;  // what the graph and device are one rank of
 };
 // With a graph already loaded (it is taken), or a budget given (a plan's),
 // those are used instead of the arguments'. With --data-parallel N the graph

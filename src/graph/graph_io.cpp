@@ -194,6 +194,14 @@ class Reader {
     Op op;
     check_id(j, loc, index);
     op.type = string(field(j, loc, "type"), loc.at("type"));
+    // The sa:: namespace is the collectives' that --data-parallel adds in
+    // memory (graph.h); read from a file they would take collective
+    // semantics silently.
+    if (op.type.rfind("sa::", 0) == 0)
+      fail(loc.at("type"),
+           fmt::format("{} is reserved for the collectives --data-parallel adds; a graph file "
+                       "cannot name an op type in the sa:: namespace",
+                       quote(op.type)));
     op.inputs = id_list(j, loc, "inputs", true, num_tensors);
     op.outputs = id_list(j, loc, "outputs", true, num_tensors);
     op.updates = id_list(j, loc, "updates", false, num_tensors);

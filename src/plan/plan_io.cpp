@@ -189,6 +189,8 @@ class PlanReader {
         waits_at = 2;
       } else if (kind == "recompute") {
         st.kind = StepKind::kRecompute;
+        if (version < 2)
+          fail(where, "a recompute step needs version 2 of the plan format (this plan says 1)");
         if (s.size() != 4) fail(where, "expected [\"recompute\", op, [objects], [waits]]");
         st.subject = static_cast<int32_t>(integer(s[1], where + "[1]", 0, m - 1));
         const auto objs = ints<ObjectId>(

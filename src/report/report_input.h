@@ -19,7 +19,7 @@ struct ReportInput {
   const DeviceProfile& device;
   int64_t budget = 0;
   int64_t peak_live = 0;     // the graph's peak live bytes in program order
-  std::optional<int> batch;  // samples per iteration, when known
+  std::optional<int64_t> batch;  // samples per iteration, when known
   double ideal_us = 0;       // sum of op times
   // The comparison. Feasible methods carry their plan and its simulation with
   // a timeline (SimOptions::record_timeline).

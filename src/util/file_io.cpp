@@ -21,6 +21,7 @@
 #include "util/units.h"
 
 namespace sa {
+namespace fs = std::filesystem;
 namespace {
 
 bool is_gzip(std::string_view data) {
@@ -138,7 +139,6 @@ bool write_all(int fd, std::string_view contents) {
 // The path a write to `path` lands on: path itself, or the final target of
 // the symbolic links it names (which need not exist yet).
 std::filesystem::path link_target(const std::string& path) {
-  namespace fs = std::filesystem;
   fs::path p = path;
   for (int hops = 0; hops < 40; ++hops) {
     std::error_code ec;
@@ -150,11 +150,15 @@ std::filesystem::path link_target(const std::string& path) {
   throw Error(path + ": too many levels of symbolic links");
 }
 
-// A new file beside target, opened for writing; its name in *tmp.
+// A new file beside target (in its directory, so that rename is atomic),
+// opened for writing; its name in *tmp. The name does not grow with the
+// target's: a target of 246 to 255 bytes, a valid name, had no room for a
+// suffix ("File name too long").
 int create_temporary(const std::string& target, std::string* tmp) {
   static std::atomic<unsigned> counter{0};
+  const fs::path dir = fs::path(target).parent_path();
   for (int attempt = 0; attempt < 100; ++attempt) {
-    *tmp = fmt::format("{}.tmp.{}.{}", target, ::getpid(), counter++);
+    *tmp = (dir / fmt::format(".swapadvisor-{}-{}.tmp", ::getpid(), counter++)).string();
     // 0666 less the umask, as a file created by the shell would be.
     const int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0 || errno != EEXIST) return fd;

@@ -184,6 +184,31 @@ TEST(Cli, ModelOptionsWithAGraphFileAndVerifyWithAModel) {
   std::remove(plan_file.c_str());
 }
 
+// Issue 26: the batch is an input's shape[0], which may not fit an int (a
+// batch of 2^31 printed negative samples/s).
+TEST(CliPlan, ABatchOverAnIntIsCountedWhole) {
+  const std::string graph = ::testing::TempDir() + "/sa_big_batch.json";
+  FILE* f = std::fopen(graph.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(R"({"format": "swapadvisor-graph", "version": 1, "name": "big-batch",
+ "tensors": [
+  {"id": 0, "bytes": 100, "kind": "input", "name": "x", "shape": [2147483648, 1]},
+  {"id": 1, "bytes": 10, "kind": "param", "name": "w"},
+  {"id": 2, "bytes": 200, "kind": "activation"},
+  {"id": 3, "bytes": 10, "kind": "gradient"}],
+ "ops": [
+  {"id": 0, "type": "mm", "phase": "forward", "inputs": [0, 1], "outputs": [2], "time_us": 10},
+  {"id": 1, "type": "mm_bwd", "phase": "backward", "inputs": [2, 0], "outputs": [3], "time_us": 10},
+  {"id": 2, "type": "sgd", "phase": "update", "inputs": [3], "outputs": [], "updates": [1], "time_us": 1}]})",
+             f);
+  std::fclose(f);
+  auto r = run_cli("plan " + graph + " --evaluations 4 --quiet --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["samples_per_s"].get<double>(), 2147483648.0);
+  std::remove(graph.c_str());
+}
+
 TEST(CliCompare, EveryMethodSideBySide) {
   auto r = run_cli("compare " + kResnet +
                    " --memory-fraction 0.5 --evaluations 40 --threads 2 "

@@ -73,6 +73,23 @@ TEST(PlanIo, ReadsVersionOne) {
   EXPECT_NE(text.find("\"allocator\":\"size-class\""), std::string::npos);
 }
 
+// Issue 26: recompute steps came with version 2; a version 1 plan naming
+// one was accepted. Version 1's own layout (a size-class pool) with a
+// recompute step added is refused, naming the step.
+TEST(PlanIo, RefusesARecomputeStepInVersionOne) {
+  const Graph g = read_graph(testing::data_path("plans/mlp3.graph.json"));
+  std::string text = read_file(testing::data_path("plans/mlp3.v1.plan.json"));
+  const Plan p = parse_plan(g, text, "p.json");
+  // The first compute step of an op that may run again, duplicated as a
+  // recompute step of that op naming the same objects.
+  const size_t at = text.find("[\"compute\",");
+  ASSERT_NE(at, std::string::npos);
+  const std::string e =
+      error_of(g, text.substr(0, at) + "[\"recompute\",0,[0],[]]," + text.substr(at));
+  EXPECT_NE(e.find("a recompute step needs version 2 of the plan format"), std::string::npos) << e;
+  EXPECT_EQ(p.allocator, Allocator::kSizeClass);
+}
+
 TEST(PlanIo, RefusesAnotherGraphsPlanAndBadStructure) {
   Fixture f;
   const Problem pb(f.g, f.dev, peak_live_bytes(f.g) / 2);

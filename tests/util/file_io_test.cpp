@@ -53,6 +53,18 @@ TEST_F(FileIo, RoundTripsPlainAndGzip) {
   EXPECT_EQ(entries(), 2);
 }
 
+// Issue 26: a valid name of 246 to 255 bytes had no room for the temporary
+// file's suffix ("File name too long").
+TEST_F(FileIo, WritesANameOfTheLongestLength) {
+  for (size_t n : {246u, 255u}) {
+    const std::string name = std::string(n - 5, 'p') + ".json";
+    write_file(path(name), "x");
+    EXPECT_EQ(read_file(path(name)), "x");
+    fs::remove(path(name));
+  }
+  EXPECT_EQ(entries(), 0);
+}
+
 TEST_F(FileIo, ReadsAreLimited) {
   write_file(path("big"), std::string(1001, ' '));
   EXPECT_EQ(read_file(path("big"), 1001).size(), 1001u);
