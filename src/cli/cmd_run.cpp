@@ -36,6 +36,8 @@ double median(std::vector<double> v) {
 }
 
 struct RunArgs {
+  GraphSource source;
+  std::vector<std::string> files;  // GRAPH PLAN, or PLAN with --model
   std::string graph;
   std::string plan;
   std::string backend = "host";
@@ -50,8 +52,14 @@ struct RunArgs {
   AtenRunArgs aten;
 };
 
-void run_run(const RunArgs& args) {
+void run_run(RunArgs& args) {
+  args.plan = args.source.take_graph_and_plan(args.files);
+  args.graph = args.source.file.empty() ? args.source.model : args.source.file;
   if (args.kernels == "aten") {
+    if (!args.source.model.empty())
+      throw Error(
+          "--kernels aten runs a captured PyTorch model: give its graph file "
+          "(swapadvisor-capture), not --model");
     AtenRunArgs a = args.aten;
     a.graph = args.graph;
     a.plan = args.plan;
@@ -65,7 +73,7 @@ void run_run(const RunArgs& args) {
   const runtime::RankInfo rank = runtime::init_ranks();
   const bool tell = !args.quiet && rank.rank == 0;  // progress lines on stderr
   const DeviceProfile device = load_device(args.device);
-  const auto [g, p] = read_graph_and_plan(read_graph(args.graph), args.plan, device);
+  const auto [g, p] = read_graph_and_plan(args.source.load(), args.plan, device);
   if (rank.size > 1 && p.data_parallel.ranks != rank.size)
     print_warnings({fmt::format(
         "rank {}: {} ranks run a plan made for {} (its collectives are timed for that many)",
@@ -227,8 +235,12 @@ void register_run(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand(
       "run", "execute a plan on a host-emulated device or a CUDA GPU and check its data");
-  cmd->add_option("graph", args->graph, "graph file in format v1 (.json or .json.gz)")->required();
-  cmd->add_option("plan", args->plan, "plan file (swapadvisor plan -o)")->required();
+  cmd->add_option("files", args->files,
+                  "GRAPH PLAN: the graph file (format v1) and the plan file (swapadvisor plan "
+                  "-o); with --model NAME --batch N, the plan file alone")
+      ->required()
+      ->expected(1, 2);
+  args->source.add_model_options(cmd);
   cmd->add_option("--backend", args->backend, "host (an emulated device) or cuda")
       ->check(CLI::IsMember({"host", "cuda"}))
       ->capture_default_str();

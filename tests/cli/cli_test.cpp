@@ -163,8 +163,8 @@ TEST(Cli, MistakesGetSuggestions) {
 }
 
 // Issue 26: options that build a zoo model are refused with a graph file
-// (they were ignored silently), and verify takes --model as plan does.
-TEST(Cli, ModelOptionsWithAGraphFileAndVerifyWithAModel) {
+// (they were ignored silently), and verify and run take --model as plan does.
+TEST(Cli, ModelOptionsWithAGraphFileAndVerifyAndRunWithAModel) {
   for (const char* opt : {"--precision bf16", "--optimizer adam", "--seq-len 10"}) {
     auto r = run_cli("stats " + kResnet + " " + opt);
     EXPECT_EQ(r.exit_code, 1) << opt;
@@ -181,6 +181,12 @@ TEST(Cli, ModelOptionsWithAGraphFileAndVerifyWithAModel) {
   r = run_cli("verify " + plan_file);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("give a GRAPH file and a PLAN file"), std::string::npos) << r.err;
+  r = run_cli("run --model mlp-3 --batch 8 " + plan_file + " --iterations 1 --time-scale 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["integrity"], "ok");
+  r = run_cli("run --model mlp-3 --batch 8 " + plan_file + " --kernels aten");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("give its graph file"), std::string::npos) << r.err;
   std::remove(plan_file.c_str());
 }
 
