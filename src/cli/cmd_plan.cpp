@@ -53,6 +53,8 @@ void run_plan(const PlanArgs& args) {
               {"memory_budget_bytes", in.budget},
               {"search_seconds", r.planning_seconds},
               {"evaluations", r.evaluations}});
+    if (const nlohmann::json m = method_result_json(r); m.contains("search"))
+      j["search"] = m["search"];
     if (in.batch) j["samples_per_s"] = *in.batch / (s.iteration_us * 1e-6);
     if (in.dp.active()) {
       j["data_parallel"] = {{"ranks", in.dp.ranks},

@@ -1,6 +1,7 @@
 #include "methods/methods.h"
 
 #include <chrono>
+#include <cmath>
 
 #include "baselines/baselines.h"
 #include "util/error.h"
@@ -28,6 +29,8 @@ MethodResult run_method(const std::string& name, const Problem& problem,
     r.planning_seconds = s.seconds;
     r.evaluations = s.evaluations;
     r.from = std::move(s.from);
+    r.search = MethodResult::SearchStats{s.seeds_seconds, s.seeds_cut, s.best_seed_us,
+                                         s.longest_evaluation_s};
     return r;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -81,6 +84,13 @@ nlohmann::json method_result_json(const MethodResult& r) {
   j["planning_seconds"] = r.planning_seconds;
   j["evaluations"] = r.evaluations;
   if (!r.from.empty()) j["plan_from"] = r.from;
+  if (r.search) {
+    j["search"] = {{"seeds_seconds", r.search->seeds_seconds},
+                   {"seeds_cut", r.search->seeds_cut},
+                   {"longest_evaluation_s", r.search->longest_evaluation_s}};
+    // JSON has no infinity: a search none of whose seeds planned has none.
+    if (std::isfinite(r.search->best_seed_us)) j["search"]["best_seed_us"] = r.search->best_seed_us;
+  }
   return j;
 }
 

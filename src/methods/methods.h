@@ -10,6 +10,7 @@
 //     if (r.feasible) use(r.plan, r.sim);  // else r.why says why not
 //   }
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,14 @@ struct MethodResult {
   // The search only: the baseline whose plan it returned, being faster than
   // every candidate it evaluated (Note [Search time] in search/ga.h).
   std::string from;
+  // The search only (Note [Search time]): what its seeds took and gave.
+  struct SearchStats {
+    double seeds_seconds = 0;         // planning the seeds
+    bool seeds_cut = false;           // the time budget ended among the seeds
+    double best_seed_us = 0;          // the fastest seed's iteration time (inf: none planned)
+    double longest_evaluation_s = 0;  // the slowest single evaluation
+  };
+  std::optional<SearchStats> search;
 };
 
 // "swapadvisor", then the baselines: ideal, odswap, vdnn, swap-all, tflms,
@@ -63,8 +72,9 @@ nlohmann::json sim_result_json(const SimResult& s);
 // A method's result as JSON, the fields `compare --json` and the report
 // share: name, feasible, and either why (infeasible) or the simulated
 // iteration (sim_result_json, arena_bytes, allocator) with planning_seconds
-// and evaluations, and plan_from where the search returned a baseline's
-// plan. Callers add their own fields (throughput, samples/s, main).
+// and evaluations, plan_from where the search returned a baseline's plan,
+// and the search's seeds ("search": seeds_seconds, seeds_cut, best_seed_us,
+// longest_evaluation_s). Callers add their own fields (throughput, samples/s, main).
 nlohmann::json method_result_json(const MethodResult& r);
 
 }  // namespace sa
