@@ -2,6 +2,7 @@
 """Mistakes in an entry point (issue 26 item 8, issue 27; docs/capture.md,
 "Mistakes in an entry point"), run by CTest one case each:
 
+    test_mistakes.py --case mistakes       # every mistake case, one after another
     test_mistakes.py --case build-tuple-2
     test_mistakes.py --case optimizer-objects
 
@@ -23,6 +24,7 @@ import os
 import sys
 import tempfile
 import textwrap
+import traceback
 
 from checks import ROOT, check, run, verdict
 
@@ -34,6 +36,49 @@ try:
 except ImportError:
     print("SKIP: this Python has no torch (apt-get install python3-torch python3-torchvision)")
     sys.exit(77)
+
+from swapadvisor_capture import cli  # noqa: E402  (after torch: skipped without it)
+
+
+class Finished:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run_capture(args):
+    """swapadvisor-capture ARGS, as the command runs it (its own process, its
+    status, its stdout and stderr), forked from this one, which has imported
+    torch already: a case takes a fraction of a second instead of the 2-4 s
+    of importing torch again (all the cases in one test: 47 CTest tests took
+    about 190 s of CPU)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 1
+            try:
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                os.chdir(ROOT)
+                code = cli.main(args)
+                code = 0 if code is None else code
+            except SystemExit as e:  # argparse's usage errors, as the command exits
+                if isinstance(e.code, str):
+                    print(e.code, file=sys.stderr)
+                code = 0 if e.code is None else (e.code if isinstance(e.code, int) else 1)
+            except BaseException:  # what the interpreter would print
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        out.seek(0)
+        err.seek(0)
+        return Finished(os.waitstatus_to_exitcode(status), out.read().decode(),
+                        err.read().decode())
+
 
 # A working entry point's parts, for the cases to break one at a time.
 HEAD = """
@@ -337,10 +382,9 @@ def check_mistake(name, tmp):
             f.write(text)
         args = [path] + args
     prefix = f"swapadvisor-capture: error: {args[0]}: "
-    check_line(name, run([sys.executable, CAPTURE] + args + ["-o", os.path.join(tmp, "out")]),
-               words, prefix)
+    check_line(name, run_capture(args + ["-o", os.path.join(tmp, "out")]), words, prefix)
     if eager:  # eager records no ops: the op is not named there
-        check_line(name + " (eager)", run([sys.executable, CAPTURE, "eager"] + args),
+        check_line(name + " (eager)", run_capture(["eager"] + args),
                    [w for w in words if "aten::" not in w], prefix)
 
 
@@ -349,7 +393,7 @@ def check_option_mistake(name, tmp):
     with open(os.path.join(tmp, "garbage.exec.json.gz"), "w") as f:
         f.write("not gzip\n")
     args = [a.replace("TMP", tmp) for a in args]
-    r = run([sys.executable, CAPTURE] + args)
+    r = run_capture(args)
     check_line(name, r, words, "swapadvisor-capture: error: " + start.replace("TMP", tmp))
 
 
@@ -455,8 +499,15 @@ def check_optimizer_objects(tmp):
 def main():
     cases = list(MISTAKES) + list(OPTION_MISTAKES) + ["help", "bug", "optimizer-objects"]
     ap = argparse.ArgumentParser()
-    ap.add_argument("--case", required=True, choices=cases)
+    ap.add_argument("--case", required=True, choices=cases + ["mistakes"],
+                    help="one case, or mistakes: every entry point and option mistake")
     a = ap.parse_args()
+    if a.case == "mistakes":
+        for name in list(MISTAKES) + list(OPTION_MISTAKES):
+            print(f"{name}:")
+            with tempfile.TemporaryDirectory() as tmp:
+                (check_mistake if name in MISTAKES else check_option_mistake)(name, tmp)
+        return verdict()
     with tempfile.TemporaryDirectory() as tmp:
         if a.case in MISTAKES:
             check_mistake(a.case, tmp)
