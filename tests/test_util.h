@@ -6,12 +6,30 @@
 #include <sys/wait.h>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "graph/graph.h"
 #include "util/error.h"
 
 namespace sa::testing {
+
+// A new directory under /tmp, removed with everything in it at the end of
+// the scope; dir / "name" is a path in it.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char name[] = "/tmp/sa_test_XXXXXX";
+    if (const char* made = mkdtemp(name)) path = made;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& f) const { return (path / f).string(); }
+};
 
 // SA_TEST_SEED when set, else `fallback`: the seed of a randomized test,
 // which prints it (SCOPED_TRACE) so that a failure can be rerun.
@@ -30,17 +48,13 @@ struct CliResult {
   std::string err;  // stderr
 };
 
-// Runs the swapadvisor binary with args (a shell-quoted string); with
-// timeout_s > 0, killed after that many seconds (exit code 124: a hang).
-inline CliResult run_cli(const std::string& args, int timeout_s = 0) {
+// Runs a shell command line, its stderr kept apart from its stdout.
+inline CliResult run_shell(const std::string& cmd) {
   char err_name[] = "/tmp/sa_cli_err_XXXXXX";
   int fd = mkstemp(err_name);
   if (fd >= 0) close(fd);
-  const std::string timeout =
-      timeout_s > 0 ? "timeout -k 5 " + std::to_string(timeout_s) + " " : std::string();
-  const std::string cmd = timeout + std::string(SA_CLI) + " " + args + " 2>" + err_name;
   CliResult r;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen((cmd + " 2>" + err_name).c_str(), "r");
   if (!p) return r;
   char buf[4096];
   size_t n;
@@ -55,6 +69,14 @@ inline CliResult run_cli(const std::string& args, int timeout_s = 0) {
   }
   std::remove(err_name);
   return r;
+}
+
+// Runs the swapadvisor binary with args (a shell-quoted string); with
+// timeout_s > 0, killed after that many seconds (exit code 124: a hang).
+inline CliResult run_cli(const std::string& args, int timeout_s = 0) {
+  const std::string timeout =
+      timeout_s > 0 ? "timeout -k 5 " + std::to_string(timeout_s) + " " : std::string();
+  return run_shell(timeout + std::string(SA_CLI) + " " + args);
 }
 
 // The message of the sa::Error that f() throws, or "(no error)".

@@ -203,8 +203,9 @@ TEST(Trace, HostileNamesGiveValidJson) {
 class CliNames : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(::testing::TempDir() + "/sa_cli_names");
-    std::filesystem::create_directories(*dir_);
+    // A directory of this process's own: ctest runs each test of the suite
+    // as a process of its own, side by side (a shared name raced, stop 32).
+    dir_ = new sa::testing::TempDir();
     Graph g = read_graph(testing::data_path("adversarial/mlp3.json"));
     g.name = "\x1b]0;pwned\x07<!--<script>";
     for (Op& op : g.ops)
@@ -216,13 +217,10 @@ class CliNames : public ::testing::Test {
     d.erase("name");
     write_file(device(), d.dump());
   }
-  static void TearDownTestSuite() {
-    std::filesystem::remove_all(*dir_);
-    delete dir_;
-  }
-  static std::string graph() { return *dir_ + "/hostile.json"; }
-  static std::string device() { return *dir_ + "/dev\xff\x1b[2J.json"; }
-  static std::string file(const std::string& name) { return *dir_ + "/" + name; }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string graph() { return *dir_ / "hostile.json"; }
+  static std::string device() { return *dir_ / "dev\xff\x1b[2J.json"; }
+  static std::string file(const std::string& name) { return *dir_ / name; }
   static std::string planning() {
     // fmt, not +: g++ 12 warns on "'" + std::string (-Wrestrict, a false positive).
     return fmt::format(
@@ -241,9 +239,9 @@ class CliNames : public ::testing::Test {
   }
 
  private:
-  static std::string* dir_;
+  static sa::testing::TempDir* dir_;
 };
-std::string* CliNames::dir_ = nullptr;
+sa::testing::TempDir* CliNames::dir_ = nullptr;
 
 // The device's name: its file's stem, the invalid byte replaced.
 const std::string kDeviceJson = "dev\xef\xbf\xbd\x1b[2J";

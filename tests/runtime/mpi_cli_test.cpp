@@ -27,15 +27,7 @@ namespace {
 
 using sa::testing::data_path;
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char name[] = "/tmp/sa_mpi_cli_XXXXXX";
-    path = mkdtemp(name);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string operator/(const std::string& f) const { return (path / f).string(); }
-};
+using sa::testing::TempDir;
 
 struct Outcome {
   int exit_code = -1;
@@ -47,31 +39,15 @@ struct Outcome {
 // rank1_env swapadvisor rank1`, killed after 30 s.
 Outcome mpirun(const std::string& rank0, const std::string& rank1,
                const std::string& rank1_env = "") {
-  char err_name[] = "/tmp/sa_mpi_cli_err_XXXXXX";
-  const int fd = mkstemp(err_name);
-  if (fd >= 0) close(fd);
   const std::string launcher =
       std::string("timeout -k 5 30 ") + SA_MPIRUN + " --oversubscribe --allow-run-as-root";
   const std::string cmd = launcher + " -np 1 " + SA_CLI + " " + rank0 + " : -np 1 " +
                           (rank1_env.empty() ? "" : "env " + rank1_env + " ") + SA_CLI + " " +
-                          rank1 + " 2>" + err_name;
-  Outcome o;
+                          rank1;
   const auto start = std::chrono::steady_clock::now();
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return o;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    o.out.append(buf, n);
-  const int status = pclose(p);
-  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (FILE* e = fopen(err_name, "r")) {
-    while ((n = fread(buf, 1, sizeof buf, e)) > 0)
-      o.err.append(buf, n);
-    fclose(e);
-  }
-  std::remove(err_name);
+  const testing::CliResult r = testing::run_shell(cmd);
+  Outcome o{r.exit_code, r.out, r.err,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
   std::printf("[ mpirun   ] exit status %d after %.1f s\n", o.exit_code, o.seconds);
   return o;
 }

@@ -20,15 +20,7 @@ namespace {
 
 using sa::testing::run_cli;
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char name[] = "/tmp/sa_run_cli_XXXXXX";
-    path = mkdtemp(name);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string operator/(const std::string& f) const { return (path / f).string(); }
-};
+using sa::testing::TempDir;
 
 // A random graph at 60% of its peak live bytes and its odswap plan.
 struct Files {
