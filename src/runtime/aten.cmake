@@ -8,7 +8,8 @@ target_sources(swapadvisor_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/aten_access.cp
                                         ${CMAKE_CURRENT_LIST_DIR}/aten_program.cpp
                                         ${CMAKE_CURRENT_LIST_DIR}/values_file.cpp
                                         ${CMAKE_CURRENT_LIST_DIR}/aten_runner.cpp
-                                        ${CMAKE_CURRENT_LIST_DIR}/aten_run.cpp)
+                                        ${CMAKE_CURRENT_LIST_DIR}/aten_run.cpp
+                                        ${CMAKE_CURRENT_LIST_DIR}/aten_session.cpp)
 target_sources(swapadvisor_core PRIVATE ${CMAKE_CURRENT_LIST_DIR}/aten_loader.cpp)
 target_link_libraries(swapadvisor_core PUBLIC ${CMAKE_DL_LIBS})
 if(SA_HAVE_TORCH)

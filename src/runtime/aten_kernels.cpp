@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -327,6 +328,17 @@ class TorchKernels final : public AtenKernels {
     }
 #endif
     return out;
+  }
+  double last_loss() const override {
+#if SA_ATEN_CUDA
+    if (!pending_losses_.empty()) {
+      const auto& [stream, loss] = pending_losses_.back();
+      c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(stream), device_.index())
+          .synchronize();
+      return loss.item().toDouble();
+    }
+#endif
+    return losses_.empty() ? std::numeric_limits<double>::quiet_NaN() : losses_.back();
   }
   AtenStats stats() const override {
     AtenStats s = stats_;

@@ -138,6 +138,9 @@ class AtenKernels {
   // The loss of every run of the loss op so far, in order (on CUDA it waits
   // for the compute stream).
   virtual std::vector<double> losses() const = 0;
+  // The latest of them (NaN before the first): what a training loop reads
+  // after each iteration, without copying them all (runtime/aten_session.h).
+  virtual double last_loss() const = 0;
   virtual AtenStats stats() const = 0;
   virtual std::string description() const = 0;  // "libtorch 1.13.0 on cpu, 2 threads"
 };
@@ -193,7 +196,7 @@ std::unique_ptr<AtenKernels> make_aten_kernels(const Graph& g, const AtenProgram
                                                const AtenOptions& o);
 
 // What the plugin exports (extern "C" sa_aten_plugin()).
-inline constexpr int kAtenPluginAbi = 5;
+inline constexpr int kAtenPluginAbi = 6;  // 6: last_loss
 struct AtenPlugin {
   int abi = kAtenPluginAbi;        // first, so that any plugin's can be read
   const char* version = "";        // swapadvisor's version, as built

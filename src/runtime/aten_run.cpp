@@ -65,7 +65,12 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
   ro.time_scale = 0;
   ro.check_integrity = false;
   ro.agree = "kernels: aten";  // every rank (Note [Rank failures] in runtime/ranks.h)
-  ro.init_host = [&initial](TensorId t, std::byte* host, int64_t bytes) {
+  ro.next_batch = o.next_batch;
+  ro.init_host = [&](TensorId t, std::byte* host, int64_t bytes) {
+    if (o.batch_value && g.tensors[t].kind == TensorKind::kInput) {
+      o.batch_value(t, host, bytes);
+      return;
+    }
     const TensorValue* v = initial.find(t);
     std::memset(host, 0, static_cast<size_t>(bytes));
     if (v) std::memcpy(host, v->data.data(), v->data.size());
@@ -80,6 +85,7 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
     v.data.assign(data, data + n);
     r.final_state.tensors.push_back(std::move(v));
   };
+  if (o.on_loss) ro.on_iteration = [&](int it, double) { o.on_loss(it, k->last_loss()); };
   const std::vector<double> op_us(g.num_ops(), 0.0);
   r.run = run_plan(*backend, g, p, op_us, ro);
   r.losses = kernels->losses();

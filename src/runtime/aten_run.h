@@ -13,6 +13,7 @@
 // integrity check does not apply; bench/torch-equivalence compares losses
 // and final state with eager PyTorch instead.
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -29,6 +30,14 @@ namespace sa::runtime {
 struct AtenRunOptions {
   int iterations = 1;
   AtenOptions aten;  // device "cpu": the host backend
+  // A training loop (runtime/aten_session.h). next_batch as in RunOptions:
+  // before each iteration, false ends the run. batch_value then fills an
+  // input's host copy (its bytes, zero-padded to the tensor's) with the batch
+  // of the coming iteration, instead of its initial value; on_loss gets each
+  // iteration's loss as soon as the iteration is done.
+  std::function<bool(int iteration)> next_batch;
+  std::function<void(TensorId, std::byte* host, int64_t bytes)> batch_value;
+  std::function<void(int iteration, double loss)> on_loss;
 };
 
 struct AtenRunResult {

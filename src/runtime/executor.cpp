@@ -88,6 +88,7 @@ class Executor {
     }
     r_.time_scale = scale_;
     for (int it = 0; it < o_.iterations; ++it) {
+      if (o_.next_batch && !o_.next_batch(it)) break;
       b_.take_kernel_overrun();  // not the warm-up's
       issue_iteration();
       b_.synchronize();
@@ -155,7 +156,12 @@ class Executor {
       r_.host_bytes += g_.tensors[t].bytes;
       if (exists_at_start(g_.tensors[t].kind)) init_host(t);
     }
-    reset_inputs_ = updated_inputs(g_);
+    if (o_.next_batch) {
+      for (TensorId t = 0; t < n; ++t)
+        if (g_.tensors[t].kind == TensorKind::kInput) reset_inputs_.push_back(t);
+    } else {
+      reset_inputs_ = updated_inputs(g_);
+    }
 
     // Kernels, checksum slots (op slots, then one per persistent tensor).
     layout_ = make_slot_layout(g_);
@@ -216,8 +222,13 @@ class Executor {
 
   // The initial resident set, loaded before the first iteration (untimed).
   void warm_up() {
-    for (const ResidentTensor& rt : p_.initial_resident)
+    // Where every tensor is before the first iteration (read_back reads it
+    // there when next_batch ends the run before one).
+    tenant_.assign(p_.num_objects(), kFree);
+    for (const ResidentTensor& rt : p_.initial_resident) {
       b_.copy_h2d(object_ptr(rt.object), host_[rt.tensor].data(), g_.tensors[rt.tensor].bytes);
+      tenant_[rt.object] = rt.tensor;
+    }
     b_.synchronize();
   }
 
@@ -260,9 +271,19 @@ class Executor {
     for (auto& w : waited_)
       w.fill(-1);
     safety_waits_ = 0;
-    // A new batch in the inputs that the previous iteration updated.
+    // A new batch in the inputs that the previous iteration updated (with
+    // next_batch: in every input), and in the objects of those kept resident.
     for (TensorId t : reset_inputs_)
       init_host(t);
+    if (o_.next_batch) {
+      bool copied = false;
+      for (const ResidentTensor& rt : p_.initial_resident)
+        if (g_.tensors[rt.tensor].kind == TensorKind::kInput) {
+          b_.copy_h2d(object_ptr(rt.object), host_[rt.tensor].data(), g_.tensors[rt.tensor].bytes);
+          copied = true;
+        }
+      if (copied) b_.synchronize();
+    }
 
     b_.clear_slots();
     b_.record(Stream::kCompute, *begin_);

@@ -123,6 +123,12 @@ struct RunOptions {
   // When set, called after each timed iteration (0-based) with its wall time:
   // a progress line.
   std::function<void(int iteration, double wall_us)> on_iteration;
+  // A training loop (runtime/aten_session.h). When set, called before each
+  // timed iteration (0-based); false ends the run there (`iterations` is then
+  // an upper bound). Every input tensor gets init_host again before each
+  // iteration, not only those an op updates: the batch it is to train on. An
+  // input the plan keeps resident is copied to its object again, untimed.
+  std::function<bool(int iteration)> next_batch;
   // What else every rank must agree on, as "key: value" items separated by
   // "; " (e.g. "kernels: synthetic"), compared at the checkpoint before the
   // run with the graph, the plan and the options above (Note [Rank failures]

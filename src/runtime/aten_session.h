@@ -1,0 +1,103 @@
+#pragma once
+// A training loop over a plan: the executor with ATen kernels
+// (runtime/aten_run.h) kept running between steps, each step on the batch
+// its caller gives. What swapadvisor.Trainer (python/swapadvisor/trainer.py)
+// runs every step with.
+//
+//   AtenSession s(graph, plan, program, initial_values, options);
+//   for (...) loss = s.step({{input_id, bytes}, {target_id, bytes}});
+//   ValuesFile state = s.finish();  // every persistent tensor, trained
+//
+// Note [Training session]
+// -----------------------
+// run_plan_aten does the setup once (the arena of exactly the budget, the
+// host copies, the kernels, the warm-up) and then runs iterations back to
+// back; a session runs it on a thread of its own with a next_batch hook
+// (RunOptions) that waits for the caller's next step. step() hands the batch
+// over, the run copies it into the inputs' host buffers (and into the
+// objects of inputs the plan keeps resident), runs one iteration and hands
+// back its loss; finish() ends the run, which reads every persistent
+// tensor back from where its latest value is. Between steps the run waits
+// with every stream idle, so the plan's steady state (an iteration starts
+// where the previous one ended) holds across steps as across `run`'s
+// iterations: a session trains exactly as `swapadvisor run --kernels aten`
+// with a new batch at every iteration.
+//
+// An error in the run (a kernel that fails, a batch that does not fit its
+// tensor) ends it: that step() and every later call throw it.
+
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "graph/graph.h"
+#include "plan/plan.h"
+#include "runtime/aten_program.h"
+#include "runtime/aten_run.h"
+#include "runtime/values_file.h"
+
+namespace sa::runtime {
+
+// One input's value for a step: the bytes of its storage (at most the
+// tensor's bytes; the rest is zeroed).
+struct BatchValue {
+  TensorId tensor = 0;
+  std::span<const std::byte> bytes;
+};
+
+class AtenSession {
+ public:
+  // REQUIRES: plan verified for graph. The arguments are copied; the run
+  // starts at once (its setup errors come from the first step()).
+  AtenSession(Graph graph, Plan plan, AtenProgram program, ValuesFile initial, AtenOptions options);
+  ~AtenSession();  // finish()es, its errors dropped
+  AtenSession(const AtenSession&) = delete;
+  AtenSession& operator=(const AtenSession&) = delete;
+
+  // Runs one iteration on `batch`, one value for every input tensor of the
+  // graph (any order), and returns its loss. The bytes are copied before it
+  // returns. Throws sa::Error for a batch that names a tensor that is not an
+  // input, misses one or is larger than it, and the run's errors.
+  double step(std::span<const BatchValue> batch);
+  // Ends the run and returns every persistent tensor's value; later calls
+  // return the same. Throws the run's error, if it had one.
+  const ValuesFile& finish();
+
+  int steps() const { return steps_; }
+  const Graph& graph() const { return graph_; }
+  // The executor's result (timing of every iteration, traffic, arena), once
+  // finished.
+  const RunResult& result() const { return result_; }
+
+ private:
+  void run();
+  bool wait_for_batch(int iteration);
+  void rethrow_locked();
+
+  Graph graph_;
+  Plan plan_;
+  AtenProgram program_;
+  ValuesFile initial_;
+  AtenOptions options_;
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::vector<std::vector<std::byte>> batch_;  // per tensor: the pending step's bytes
+  bool have_batch_ = false;                    // a step waits for its iteration
+  bool have_loss_ = false;
+  double loss_ = 0;
+  bool closing_ = false;
+  bool done_ = false;  // the run returned or threw
+  std::exception_ptr error_;
+  ValuesFile final_;
+  RunResult result_;
+  int steps_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace sa::runtime
