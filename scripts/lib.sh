@@ -10,6 +10,9 @@ SA_PACKAGES=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev libbench
              # PyTorch 1.13: swapadvisor-capture and its tests (/usr/bin/python3), and
              # libtorch for the ATen kernel backend (docs/capture.md)
              python3-torch python3-torchvision libtorch-dev
+             # pybind11 and Python's headers: the swapadvisor Python package's
+             # compiled module (docs/python.md)
+             pybind11-dev python3-pybind11 python3-dev
              # OpenMPI: `mpirun -np N swapadvisor run` of data-parallel plans (docs/runtime.md)
              libopenmpi-dev openmpi-bin)
 

@@ -1,10 +1,9 @@
 // `swapadvisor compare`: every method side by side on one graph and budget.
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include "api/results.h"
 #include "cli/planning.h"
-#include "plan/bounds.h"
 #include "util/json.h"
 #include "util/terminal.h"
 #include "util/units.h"
@@ -26,39 +25,18 @@ void run_compare(const PlanningArgs& args) {
   const PlanningInputs in = load_planning_inputs(args);
   const Problem problem(in.graph, in.device, in.budget, args.compute_scale);
   print_warnings(problem.warnings);
-  const std::vector<MethodResult> results = run_methods(problem, method_options(args));
-
-  // Lower bounds (plan/bounds.h): for the program order, and for the order
-  // the search chose.
-  const TimeBound program_bound =
-      time_bound(in.graph, program_order(in.graph.num_ops()), problem.op_us, in.device, in.budget);
+  const api::Comparison cmp = api::compare_methods(in, problem, method_options(args));
+  if (args.json) {
+    fmt::print("{}\n", dump_json(api::compare_json(in, problem, cmp), 2));
+    return;
+  }
+  const std::vector<MethodResult>& results = cmp.results;
+  const TimeBound& program_bound = cmp.program_bound;
+  const TimeBound& search_bound = cmp.search_bound;
   const MethodResult& searched = results.front();
-  const TimeBound search_bound = searched.feasible ? time_bound(in.graph, searched.plan.order,
-                                                                problem.op_us, in.device, in.budget)
-                                                   : program_bound;
   auto samples = [&](const MethodResult& r) {
     return in.batch ? *in.batch / (r.sim.iteration_us * 1e-6) : 0.0;
   };
-  if (args.json) {
-    nlohmann::json methods = nlohmann::json::array();
-    for (const auto& r : results) {
-      nlohmann::json j = method_result_json(r);
-      if (r.feasible) {
-        j["throughput_vs_ideal"] = problem.ideal_us / r.sim.iteration_us;
-        if (in.batch) j["samples_per_s"] = samples(r);
-      }
-      methods.push_back(j);
-    }
-    nlohmann::json out = {{"graph", in.graph.name},
-                          {"device", in.device.name},
-                          {"memory_budget_bytes", in.budget},
-                          {"ideal_us", problem.ideal_us},
-                          {"bound_program_order_us", program_bound.bound_us()},
-                          {"bound_search_order_us", search_bound.bound_us()},
-                          {"methods", methods}};
-    fmt::print("{}\n", dump_json(out, 2));
-    return;
-  }
   // Names from files: Note [Names on a terminal].
   fmt::print("{} on {}, budget {}; ideal {} (sum of op times)\n", terminal_safe(in.graph.name),
              terminal_safe(in.device.name), describe_budget(in), format_us(problem.ideal_us));
@@ -96,7 +74,7 @@ void run_compare(const PlanningArgs& args) {
 void register_compare(CLI::App& app) {
   auto args = std::make_shared<PlanningArgs>();
   CLI::App* cmd = app.add_subcommand("compare", "every method side by side");
-  args->add_options(cmd);
+  add_planning_options(cmd, args.get());
   cmd->callback([args] { run_compare(*args); });
 }
 

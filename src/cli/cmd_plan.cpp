@@ -1,8 +1,8 @@
 // `swapadvisor plan`: search for the fastest plan within a memory budget.
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include "api/results.h"
 #include "cli/planning.h"
 #include "plan/data_parallel.h"
 #include "plan/plan_io.h"
@@ -36,38 +36,14 @@ void run_plan(const PlanArgs& args) {
                 {.title = fmt::format("{}: {} plan on {}, budget {}", in.graph.name, r.name,
                                       in.device.name, format_bytes(in.budget))},
                 args.trace);
+  if (args.planning.json) {
+    fmt::print("{}\n", dump_json(api::plan_json(in, problem, r), 2));
+    return;
+  }
   const SimResult& s = r.sim;
   const StallReport stalls = attribute_stalls(r.plan, s.timeline);
   const double exposed =
       in.dp.active() ? exposed_collective_us(in.graph, r.plan, problem.op_us, in.device) : 0;
-  if (args.planning.json) {
-    nlohmann::json j = sim_result_json(s);
-    j.update({{"method", r.name},
-              {"ideal_us", problem.ideal_us},
-              {"throughput_vs_ideal", problem.ideal_us / s.iteration_us},
-              {"recompute_steps", plan_traffic(in.graph, r.plan).recomputes},
-              {"stall_causes", stall_causes_json(stalls)},
-              {"allocator", std::string(to_string(r.plan.allocator))},
-              {"arena_bytes", r.plan.arena_bytes()},
-              {"pool_bytes", r.plan.arena_bytes()},
-              {"memory_budget_bytes", in.budget},
-              {"search_seconds", r.planning_seconds},
-              {"evaluations", r.evaluations}});
-    if (const nlohmann::json m = method_result_json(r); m.contains("search"))
-      j["search"] = m["search"];
-    if (in.batch) j["samples_per_s"] = *in.batch / (s.iteration_us * 1e-6);
-    if (in.dp.active()) {
-      j["data_parallel"] = {{"ranks", in.dp.ranks},
-                            {"shard_optimizer", in.dp.shard_optimizer},
-                            {"collective_us", s.collective_us},
-                            {"collective_exposed_us", exposed}};
-      if (in.batch)
-        j["samples_per_s_total"] = static_cast<double>(in.dp.ranks) *
-                                   static_cast<double>(*in.batch) / (s.iteration_us * 1e-6);
-    }
-    fmt::print("{}\n", dump_json(j, 2));
-    return;
-  }
   // Names from files: Note [Names on a terminal].
   fmt::print("graph         {} ({} ops, {} tensors)\n", terminal_safe(in.graph.name),
              in.graph.num_ops(), in.graph.num_tensors());
@@ -113,7 +89,7 @@ void run_plan(const PlanArgs& args) {
 void register_plan(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* cmd = app.add_subcommand("plan", "search for the fastest swap plan within a budget");
-  args->planning.add_options(cmd);
+  add_planning_options(cmd, &args->planning);
   cmd->add_option("-o,--output", args->output, "write the plan (JSON; .gz to compress)");
   cmd->add_option("--trace", args->trace,
                   "write the simulated iteration as a Chrome trace (Perfetto, chrome://tracing)");

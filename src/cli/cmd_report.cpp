@@ -121,7 +121,7 @@ void register_report(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* cmd = app.add_subcommand(
       "report", "write an HTML report: a plan's timeline, memory, stalls and the comparison");
-  args->planning.add_options(cmd);
+  add_planning_options(cmd, &args->planning);
   cmd->add_option("plan", args->plan, "a plan file to draw (else: search, as compare does)");
   cmd->add_option("-o,--output", args->output, "the HTML file to write")->required();
   cmd->add_flag("--baselines", args->baselines,

@@ -240,7 +240,7 @@ void register_run(CLI::App& app) {
                   "-o); with --model NAME --batch N, the plan file alone")
       ->required()
       ->expected(1, 2);
-  args->source.add_model_options(cmd);
+  add_model_options(cmd, &args->source);
   cmd->add_option("--backend", args->backend, "host (an emulated device) or cuda")
       ->check(CLI::IsMember({"host", "cuda"}))
       ->capture_default_str();

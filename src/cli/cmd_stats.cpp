@@ -1,14 +1,9 @@
 // `swapadvisor stats`: the derived quantities of a graph and its ideal time.
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include "api/stats.h"
 #include "cli/common.h"
-#include "cost/op_cost.h"
-#include "graph/stats.h"
-#include "plan/allocation.h"
-#include "plan/problem.h"
-#include "search/no_swap.h"
 #include "util/json.h"
 #include "util/terminal.h"
 #include "util/units.h"
@@ -25,31 +20,17 @@ struct StatsArgs {
 void run_stats(const StatsArgs& args) {
   const Graph g = args.source.load();
   const DeviceProfile dev = load_device(args.device);
-  std::vector<std::string> warnings;
-  const auto times = op_times_us(g, dev, &warnings);
-  check_op_times(g, dev, times);
-  print_warnings(warnings);
-  const GraphStats s = compute_stats(g);
-  const double ideal = ideal_us(times);
-  OpId hungriest = kNoOp;
-  const int64_t largest_op = min_budget(g, &hungriest);
-  const Problem pb(g, dev, std::max<int64_t>(1, s.peak_live_bytes));
-  const NoSwapFloor floor = no_swap_floor(pb);
+  const api::GraphSummary sum = api::summarize_graph(g, dev);
+  print_warnings(sum.warnings);
   if (args.json) {
-    nlohmann::json j = {{"ops", s.ops},
-                        {"tensors", s.tensors},
-                        {"persistent_bytes", s.persistent_bytes},
-                        {"peak_live_bytes", s.peak_live_bytes},
-                        {"distinct_sizes", s.distinct_sizes},
-                        {"flops", s.flops},
-                        {"ideal_us", ideal},
-                        {"largest_op_bytes", largest_op},
-                        {"no_swap_floor_bytes", floor.bytes},
-                        {"no_swap_floor_live_bytes", floor.live_bytes},
-                        {"no_swap_floor_order", floor.order_name}};
-    fmt::print("{}\n", dump_json(j, 2));
+    fmt::print("{}\n", dump_json(api::stats_json(sum), 2));
     return;
   }
+  const GraphStats& s = sum.stats;
+  const NoSwapFloor& floor = sum.floor;
+  const double ideal = sum.ideal_us;
+  const OpId hungriest = sum.hungriest;
+  const int64_t largest_op = sum.largest_op;
   // Names from files: Note [Names on a terminal].
   const std::string device = terminal_safe(dev.name);
   fmt::print("graph             {}\n", g.name.empty() ? "(unnamed)" : terminal_safe(g.name));
@@ -86,7 +67,7 @@ void run_stats(const StatsArgs& args) {
 void register_stats(CLI::App& app) {
   auto args = std::make_shared<StatsArgs>();
   CLI::App* cmd = app.add_subcommand("stats", "sizes, peak memory and ideal time of a graph");
-  args->source.add_options(cmd);
+  add_source_options(cmd, &args->source);
   cmd->add_option("--device", args->device, "built-in device name or profile file")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON object");

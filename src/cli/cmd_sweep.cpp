@@ -10,8 +10,8 @@
 #include <filesystem>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include "api/results.h"
 #include "cli/planning.h"
 #include "methods/sweep.h"
 #include "report/report.h"
@@ -23,17 +23,12 @@
 namespace sa::cli {
 namespace {
 
-struct SweepArgs {
-  PlanningArgs planning;
-  int points = 10;
-  double target = 0;  // 0: none
+using api::share_of;
+
+// The sweep's arguments (api/results.h) and the command line's report file.
+struct SweepArgs : api::SweepArgs {
   std::string output;
 };
-
-// budget / peak, 0 for an empty graph (no bytes live at all), not NaN.
-double share_of(int64_t budget, int64_t peak) {
-  return peak > 0 ? static_cast<double>(budget) / static_cast<double>(peak) : 0;
-}
 
 // --target: a share of ideal, finite and in (0, 1].
 CLI::Validator target_fraction() {
@@ -48,36 +43,12 @@ CLI::Validator target_fraction() {
       "FRACTION in (0, 1]");
 }
 
-nlohmann::json point_json(const SweepPoint& p, int64_t peak) {
-  nlohmann::json j = {{"budget_bytes", p.budget},
-                      {"fraction_of_peak", share_of(p.budget, peak)},
-                      {"feasible", p.feasible}};
-  if (!p.feasible) {
-    j["why"] = p.why;
-    return j;
-  }
-  j["iteration_us"] = p.iteration_us;
-  j["throughput_vs_ideal"] = p.throughput;
-  j["swap_in_bytes"] = p.swap_in_bytes;
-  j["swap_out_bytes"] = p.swap_out_bytes;
-  j["search_seconds"] = p.search_seconds;
-  return j;
-}
-
 void run_sweep(SweepArgs args) {
   if (!args.planning.memory.empty() || args.planning.memory_fraction > 0)
     print_warnings(
         {"sweep: --memory and --memory-fraction are ignored: the sweep chooses the "
          "budgets"});
-  if (args.planning.time_budget_s == 0 && args.planning.evaluations == 0)
-    args.planning.time_budget_s = 5;  // per point
-  PlanningInputs in = load_planning_inputs(args.planning, std::nullopt, int64_t{1} << 62);
-  SweepOptions o;
-  o.points = args.points;
-  if (args.target > 0) o.target = args.target;
-  o.compute_scale = args.planning.compute_scale;
-  o.method = method_options(args.planning);
-  o.method.search.progress = false;
+  auto [in, o] = api::prepare_sweep(args);
   const bool tell = !args.planning.quiet;
   o.progress = [&](const SweepPoint& p, int done, int total) {
     if (!tell) return;
@@ -111,25 +82,7 @@ void run_sweep(SweepArgs args) {
   }
 
   if (args.planning.json) {
-    nlohmann::json points = nlohmann::json::array();
-    for (const SweepPoint& p : r.points)
-      points.push_back(point_json(p, r.peak_live));
-    nlohmann::json j = {{"graph", in.graph.name},
-                        {"device", in.device.name},
-                        {"allocator", std::string(to_string(o.method.allocator))},
-                        {"ideal_us", r.ideal_us},
-                        {"peak_live_bytes", r.peak_live},
-                        {"largest_op_bytes", r.largest_op},
-                        {"min_budget_bytes", r.min_budget},
-                        {"no_swap_floor_bytes", r.no_swap_floor},
-                        {"no_swap_floor_order", r.floor_order},
-                        {"points", points}};
-    if (r.target) {
-      j["target"] = *r.target;
-      j["target_budget_bytes"] =
-          r.target_budget ? nlohmann::json(*r.target_budget) : nlohmann::json(nullptr);
-    }
-    fmt::print("{}\n", dump_json(j, 2));
+    fmt::print("{}\n", dump_json(api::sweep_json(in, o, r), 2));
     return;
   }
   // Names from files: Note [Names on a terminal].
@@ -173,7 +126,7 @@ void register_sweep(CLI::App& app) {
   auto args = std::make_shared<SweepArgs>();
   CLI::App* cmd = app.add_subcommand(
       "sweep", "% of ideal against the memory budget, and the smallest budget for a target");
-  args->planning.add_options(cmd);
+  add_planning_options(cmd, &args->planning);
   cmd->add_option("--points", args->points, "budgets from the smallest feasible to the peak")
       ->check(CLI::Range(2, 1000))
       ->capture_default_str();

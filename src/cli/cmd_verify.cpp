@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include "api/results.h"
 #include "cli/common.h"
 #include "graph/graph_io.h"
 #include "plan/verify.h"
 #include "util/error.h"
+#include "util/json.h"
 #include "util/terminal.h"
 #include "util/units.h"
 
@@ -18,6 +20,7 @@ struct VerifyArgs {
   std::vector<std::string> files;  // GRAPH PLAN, or PLAN with --model
   std::string graph;
   std::string plan;
+  bool json = false;
 };
 
 void run_verify(VerifyArgs& args) {
@@ -27,6 +30,10 @@ void run_verify(VerifyArgs& args) {
   const auto [g, p] = read_graph_and_plan(args.source.load(), args.plan, load_device("v100-16gb"));
   const VerifyResult v = verify_plan(g, p);
   if (!v.ok) throw Error(fmt::format("{}: invalid plan: {}", args.plan, v.violation));
+  if (args.json) {
+    fmt::print("{}\n", dump_json(api::verify_json(g, p, args.graph), 2));
+    return;
+  }
   const PlanTraffic t = plan_traffic(g, p);
   fmt::print(
       "{}: valid plan for {}{} ({} steps: {} ops, {} swap-ins, {} swap-outs, {} drops, {} "
@@ -48,7 +55,8 @@ void register_verify(CLI::App& app) {
                   "--batch N, the plan file alone")
       ->required()
       ->expected(1, 2);
-  args->source.add_model_options(cmd);
+  add_model_options(cmd, &args->source);
+  cmd->add_flag("--json", args->json, "print one JSON object (for a valid plan)");
   cmd->callback([args] { run_verify(*args); });
 }
 

@@ -5,86 +5,32 @@
 #include <fmt/format.h>
 
 #include "cli/options.h"
-#include "graph/graph_io.h"
-#include "plan/data_parallel.h"
-#include "plan/plan_io.h"
-#include "util/error.h"
-#include "util/file_io.h"
 #include "util/suggest.h"
 #include "util/terminal.h"
-#include "zoo/zoo.h"
 
 namespace sa::cli {
 
-void GraphSource::add_options(CLI::App* app) {
-  app->add_option("file", file, "graph file in format v1 (.json or .json.gz)");
-  add_model_options(app);
+void add_source_options(CLI::App* app, GraphSource* source) {
+  app->add_option("file", source->file, "graph file in format v1 (.json or .json.gz)");
+  add_model_options(app, source);
 }
 
-void GraphSource::add_model_options(CLI::App* app) {
-  app->add_option("--model", model,
+void add_model_options(CLI::App* app, GraphSource* source) {
+  app->add_option("--model", source->model,
                   "zoo model name instead of a file (see `swapadvisor zoo --list`)");
-  app->add_option("--batch", batch, "batch size for --model")->check(positive_int());
-  app->add_option("--optimizer", optimizer,
+  app->add_option("--batch", source->batch, "batch size for --model")->check(positive_int());
+  app->add_option("--optimizer", source->optimizer,
                   "optimizer for --model: sgd (with momentum), sgd-plain or adam")
       ->check(CLI::IsMember({"sgd", "sgd-plain", "adam"}));
-  app->add_option("--seq-len", seq_len, "sequence length for sequence models (--model)")
+  app->add_option("--seq-len", source->seq_len, "sequence length for sequence models (--model)")
       ->check(positive_int());
-  add_precision_option(app, &precision);
+  add_precision_option(app, &source->precision);
 }
 
 void add_precision_option(CLI::App* app, std::string* precision) {
   app->add_option("--precision", *precision,
                   "for --model: fp32, or automatic mixed precision bf16 or fp16 (docs/zoo.md)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
-}
-
-GraphAndPlan read_graph_and_plan(Graph g, const std::string& plan_path,
-                                 const DeviceProfile& device) {
-  const std::string text = read_file(plan_path);
-  const DataParallel dp = plan_data_parallel(g, text, plan_path);
-  if (dp.active()) g = data_parallel_graph(g, dp, rank_device(device, dp.ranks));
-  Plan p = parse_plan(g, text, plan_path);
-  return {std::move(g), std::move(p)};
-}
-
-std::string GraphSource::take_graph_and_plan(const std::vector<std::string>& files) {
-  if (!model.empty()) {
-    if (files.size() != 1)
-      throw Error(
-          fmt::format("with --model, give the PLAN file alone (got {} files)", files.size()));
-    return files[0];
-  }
-  if (files.size() != 2)
-    throw Error("give a GRAPH file and a PLAN file, or --model NAME --batch N and a PLAN file");
-  file = files[0];
-  return files[1];
-}
-
-Graph GraphSource::load() const {
-  if (!file.empty() && !model.empty())
-    throw Error("give either a graph FILE or --model NAME, not both");
-  if (!file.empty()) {
-    // A graph file has its own optimizer, sequence length and precision;
-    // these options build a zoo model and would be ignored silently.
-    if (optimizer != "sgd")
-      throw Error("--optimizer applies to --model only: " + file + " has its own optimizer ops");
-    if (seq_len > 0)
-      throw Error("--seq-len applies to --model only: " + file + " has its own shapes");
-    if (precision != "fp32")
-      throw Error("--precision applies to --model only: " + file +
-                  " has its own precision (capture it under autocast: docs/capture.md)");
-    return read_graph(file);
-  }
-  if (model.empty()) throw Error("no graph: give a graph FILE or --model NAME --batch N");
-  if (batch <= 0) throw Error("--model needs --batch N");
-  ZooOptions o;
-  o.model = model;
-  o.batch = batch;
-  o.optimizer = optimizer;
-  o.seq_len = seq_len;
-  o.precision = precision;
-  return build_zoo_model(o);
 }
 
 CLI::Validator positive_int() {

@@ -1,51 +1,28 @@
 #pragma once
 // Options shared by the subcommands: where the graph comes from (a file, or a
-// zoo model) and which device it runs on.
+// zoo model; api/source.h), and how errors and warnings are printed.
 
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "cost/device.h"
-#include "graph/graph.h"
-#include "plan/plan.h"
+#include "api/source.h"
 
 namespace sa::cli {
 
-struct GraphSource {
-  std::string file;
-  std::string model;
-  int batch = 0;
-  std::string optimizer = "sgd";
-  int seq_len = 0;
-  std::string precision = "fp32";
+using api::GraphAndPlan;
+using api::GraphSource;
+using api::read_graph_and_plan;
 
-  // Adds FILE (positional, optional) and --model/--batch/--optimizer/--seq-len/
-  // --precision.
-  void add_options(CLI::App* app);
-  // The same without the positional FILE (verify and run take GRAPH PLAN).
-  void add_model_options(CLI::App* app);
-  // From the positionals of `CMD GRAPH PLAN` or `CMD --model NAME ... PLAN`:
-  // takes the graph file (when no --model) and returns the plan's path.
-  std::string take_graph_and_plan(const std::vector<std::string>& files);
-  // Reads the file or builds the zoo model; throws sa::Error with a clear
-  // message when neither or both were given.
-  Graph load() const;
-};
+// Adds FILE (positional, optional) and the model options.
+void add_source_options(CLI::App* app, GraphSource* source);
+// --model, --batch, --optimizer, --seq-len and the precision option, without the positional
+// FILE (verify and run take GRAPH PLAN).
+void add_model_options(CLI::App* app, GraphSource* source);
 
 // --precision fp32|bf16|fp16 (zoo and every command with --model).
 void add_precision_option(CLI::App* app, std::string* precision);
-
-// A plan file and the graph it plans: a data-parallel plan (its
-// data_parallel field) plans data_parallel_graph() of the graph given, with
-// its collectives timed on `device`; any other plan the graph itself.
-struct GraphAndPlan {
-  Graph graph;
-  Plan plan;
-};
-GraphAndPlan read_graph_and_plan(Graph g, const std::string& plan_path,
-                                 const DeviceProfile& device);
 
 // An int option's check: 1 to INT_MAX (--batch, --seq-len).
 CLI::Validator positive_int();

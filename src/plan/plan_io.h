@@ -27,7 +27,7 @@ Plan parse_plan(const Graph& g, std::string_view json_text, std::string_view ori
 
 // The data_parallel field of a plan file, read before the plan itself: a
 // data-parallel plan is read against data_parallel_graph() of its graph
-// (read_graph_and_plan in cli/common.h).
+// (read_graph_and_plan in api/source.h).
 DataParallel plan_data_parallel(const Graph& g, std::string_view json_text,
                                 std::string_view origin);
 

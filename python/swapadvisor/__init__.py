@@ -1,0 +1,142 @@
+"""swapadvisor: plan tensor swaps for training models larger than GPU memory.
+
+The planning commands of the `swapadvisor` program as Python calls
+(docs/python.md). Each returns a dict with the fields of the command's
+--json output, built by the same C++ code the program prints them with:
+
+    import swapadvisor
+    r = swapadvisor.plan(model="resnet50", batch=64, device="v100-16gb",
+                         memory_fraction=0.5, time_budget=3)
+    print(r["iteration_us"], r["throughput_vs_ideal"])
+    r.save("plan.json")
+    swapadvisor.verify(model="resnet50", batch=64, plan="plan.json")
+
+A graph is a graph file's path (format v1, .json or .json.gz; see
+swapadvisor-capture) or a zoo model: model=NAME, batch=N (and optimizer,
+seq_len, precision as the program's --model options). A mistake (a bad
+file, a budget too small) raises swapadvisor.Error, a ValueError, with the
+message the program prints after "swapadvisor: error: ".
+"""
+
+import warnings as _warnings
+
+from . import _args, _native
+from ._native import Error
+from ._results import PlanResult, fields as _fields
+
+Error.__module__ = __name__  # shown as swapadvisor.Error in tracebacks
+
+__all__ = ["Error", "PlanResult", "stats", "plan", "compare", "sweep", "verify", "methods"]
+__version__ = _native.__version__
+
+
+def _source(graph, model, batch, optimizer, seq_len, precision):
+    return _args.graph_source(graph, model, batch, optimizer, seq_len, precision)
+
+
+def _warn(warnings):
+    # The program prints these on stderr as "swapadvisor: warning: ...".
+    for w in warnings:
+        _warnings.warn(w, stacklevel=3)
+
+
+def _planning(graph, model, batch, optimizer, seq_len, precision, device, budget,
+              memory_fraction, time_budget, evaluations, threads, seed, allocator,
+              compute_scale, copy_order, arena_layout, recompute, data_parallel,
+              shard_optimizer, allow_any_budget, progress):
+    return _args.planning_args(
+        _source(graph, model, batch, optimizer, seq_len, precision), device, budget,
+        memory_fraction, time_budget, evaluations, threads, seed, allocator, compute_scale,
+        copy_order, arena_layout, recompute, data_parallel, shard_optimizer, allow_any_budget,
+        progress)
+
+
+def methods():
+    """The planning methods by name: "swapadvisor" (the search), then the
+    baselines, in the order compare() returns them."""
+    return list(_native.method_names())
+
+
+def stats(graph=None, *, model=None, batch=None, optimizer="sgd", seq_len=None,
+          precision="fp32", device="v100-16gb"):
+    """`swapadvisor stats --json`: sizes, peak live bytes, the no-swap floor
+    and the ideal time (the sum of op times) of a graph on a device."""
+    text, warnings = _native.stats(
+        _source(graph, model, batch, optimizer, seq_len, precision), _args.device(device))
+    _warn(warnings)
+    return _fields(text)
+
+
+def plan(graph=None, *, model=None, batch=None, optimizer="sgd", seq_len=None,
+         precision="fp32", device="v100-16gb", budget=None, memory_fraction=None,
+         time_budget=None, evaluations=None, threads=0, seed=1, allocator="arena",
+         method="swapadvisor", compute_scale=1.0, copy_order="deadline",
+         arena_layout="placed", recompute=True, data_parallel=1, shard_optimizer=False,
+         allow_any_budget=False, progress=False):
+    """`swapadvisor plan --json`: the fastest plan found within the budget.
+
+    budget: bytes, or a size such as "8GiB" (default: the device's memory);
+    memory_fraction: the budget as a share of the graph's peak live bytes
+    instead. The search stops after time_budget seconds or evaluations plans
+    (default 10 s); threads=0 uses every core. Returns a PlanResult: the
+    --json fields, with the plan in .plan_json and .save(path)."""
+    args = _planning(graph, model, batch, optimizer, seq_len, precision, device, budget,
+                     memory_fraction, time_budget, evaluations, threads, seed, allocator,
+                     compute_scale, copy_order, arena_layout, recompute, data_parallel,
+                     shard_optimizer, allow_any_budget, progress)
+    if not isinstance(method, str):
+        raise Error(f"method: expected a method's name (methods()), got {type(method).__name__}")
+    text, warnings, plan_text = _native.plan(args, method)
+    _warn(warnings)
+    return PlanResult(_fields(text), plan_text)
+
+
+def compare(graph=None, *, model=None, batch=None, optimizer="sgd", seq_len=None,
+            precision="fp32", device="v100-16gb", budget=None, memory_fraction=None,
+            time_budget=None, evaluations=None, threads=0, seed=1, allocator="arena",
+            compute_scale=1.0, copy_order="deadline", arena_layout="placed", recompute=True,
+            data_parallel=1, shard_optimizer=False, allow_any_budget=False, progress=False):
+    """`swapadvisor compare --json`: every method on one graph and budget
+    (the arguments are plan()'s), with the transfer lower bounds."""
+    args = _planning(graph, model, batch, optimizer, seq_len, precision, device, budget,
+                     memory_fraction, time_budget, evaluations, threads, seed, allocator,
+                     compute_scale, copy_order, arena_layout, recompute, data_parallel,
+                     shard_optimizer, allow_any_budget, progress)
+    text, warnings = _native.compare(args)
+    _warn(warnings)
+    return _fields(text)
+
+
+def sweep(graph=None, *, model=None, batch=None, optimizer="sgd", seq_len=None,
+          precision="fp32", device="v100-16gb", points=10, target=None, time_budget=None,
+          evaluations=None, threads=0, seed=1, allocator="arena", compute_scale=1.0,
+          copy_order="deadline", arena_layout="placed", recompute=True, data_parallel=1,
+          shard_optimizer=False):
+    """`swapadvisor sweep --json`: % of ideal at `points` budgets from the
+    smallest feasible one to the peak live bytes (time_budget is per point,
+    default 5 s), and with target (a share of ideal in (0, 1]) the smallest
+    budget found that reaches it."""
+    a = _native.SweepArgs()
+    a.planning = _planning(graph, model, batch, optimizer, seq_len, precision, device, None,
+                           None, time_budget, evaluations, threads, seed, allocator,
+                           compute_scale, copy_order, arena_layout, recompute, data_parallel,
+                           shard_optimizer, False, False)
+    a.points = _args._integer("points", points, 2, 1000)
+    if target is not None:
+        t = _args._number("target", target, 0, 1)
+        if t == 0:
+            raise Error("target: a fraction in (0, 1], e.g. 0.9 for 90%, got 0")
+        a.target = t
+    return _fields(_native.sweep(a))
+
+
+def verify(graph=None, plan=None, *, model=None, batch=None, optimizer="sgd", seq_len=None,
+           precision="fp32"):
+    """`swapadvisor verify --json`: checks a plan against its graph with the
+    independent verifier; raises swapadvisor.Error naming the first
+    violation. plan: a PlanResult (from plan()) or a plan file's path."""
+    source = _source(graph, model, batch, optimizer, seq_len, precision)
+    if isinstance(plan, PlanResult):
+        return _fields(_native.verify(source, "the plan", plan.plan_json))
+    path = _args.path("plan", plan, "a PlanResult or a plan file's path")
+    return _fields(_native.verify(source, path, ""))
