@@ -26,7 +26,28 @@ from ._results import PlanResult, fields as _fields
 
 Error.__module__ = __name__  # shown as swapadvisor.Error in tracebacks
 
-__all__ = ["Error", "PlanResult", "stats", "plan", "compare", "sweep", "verify", "methods"]
+__all__ = ["Error", "PlanResult", "stats", "plan", "compare", "sweep", "verify", "methods",
+           "Trainer", "training_available", "training_unavailable_reason"]
+
+
+def __getattr__(name):
+    # Trainer needs torch: imported on first use, so that the planning calls
+    # work (and load fast) without it.
+    if name == "Trainer":
+        from .trainer import Trainer
+        return Trainer
+    raise AttributeError(f"module 'swapadvisor' has no attribute {name!r}")
+
+
+def training_available():
+    """Whether Trainer can run steps: this build has the ATen kernels (it
+    found libtorch)."""
+    return bool(_native.aten_available())
+
+
+def training_unavailable_reason():
+    """Why Trainer cannot run steps (empty when it can)."""
+    return _native.aten_unavailable_reason()
 __version__ = _native.__version__
 
 

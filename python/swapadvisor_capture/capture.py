@@ -139,6 +139,20 @@ def _capture(entry, optimizer, lr, momentum, weight_decay, device, name, align, 
     model, inputs, target, opt = prepare(setup, dev, opt_name, opt_cfg)
     if name is None:
         name = os.path.splitext(os.path.basename(entry))[0]
+    origin = os.path.basename(entry) + "".join(
+        f", {k}={v!r}" for k, v in sorted((entry_args or {}).items()))
+    return capture_step(model, inputs, target, setup.loss_fn, opt, opt_name, opt_cfg, dev, name,
+                        origin, align=align, check_mutations=check_mutations, seed=seed,
+                        autocast=autocast)
+
+
+def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, name, origin,
+                 align=64, check_mutations=True, seed=0, autocast=None):
+    """One step of model (in training mode, on dev) on inputs (a tuple of
+    tensors) and target, with opt, an optimizer of this package's
+    (make_optimizer) whose state exists, recorded: a Capture. origin says
+    where the model came from in the graph's "source" (an entry file, a
+    training script). The step runs for real: it updates model and opt."""
 
     # The state that exists before the iteration.
     registry = {}
@@ -175,7 +189,7 @@ def _capture(entry, optimizer, lr, momentum, weight_decay, device, name, align, 
         with _no_profiler_markers(), rec:
             on_phase("forward")
             with autocast_context(dev.type, autocast):
-                loss = forward_loss(model, inputs, target, setup.loss_fn)
+                loss = forward_loss(model, inputs, target, loss_fn)
             loss_info = registry.get(storage_of(loss)._cdata) if isinstance(loss, torch.Tensor) else None
             loss_geom = None
             if loss_info is not None:
@@ -235,9 +249,7 @@ def _capture(entry, optimizer, lr, momentum, weight_decay, device, name, align, 
         g_ops.append(e)
     src = (f"swapadvisor-capture {__version__}: torch {torch.__version__}, one {opt_name} "
            f"training iteration recorded at the ATen dispatcher on {dev.type} "
-           f"({os.path.basename(entry)}" +
-           "".join(f", {k}={v!r}" for k, v in sorted((entry_args or {}).items())) +
-           f"); bytes are storage bytes rounded up to {align}")
+           f"({origin}); bytes are storage bytes rounded up to {align}")
     cap.graph = {"format": "swapadvisor-graph", "version": 1, "name": name, "source": src,
                  "tensors": g_tensors, "ops": g_ops}
     if any(r.skips_updates for r in rec.ops):

@@ -13,7 +13,11 @@ namespace sa::python {
 void register_errors(py::module_& m) {
   // A user's mistake (a bad file, a budget too small): sa::Error.
   static py::exception<Error> error(m, "Error", PyExc_ValueError);
-  py::register_exception_translator([](std::exception_ptr p) {
+  // Local to this module: a global translator would also take the C++
+  // exceptions of every other pybind11 module in the process (torch's
+  // c10::Error, raised by a user's forward pass inside a Trainer's capture,
+  // came out as "internal error (a bug in swapadvisor)").
+  py::register_local_exception_translator([](std::exception_ptr p) {
     if (!p) return;
     try {
       std::rethrow_exception(p);

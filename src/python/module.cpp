@@ -26,10 +26,12 @@
 #include "plan/plan.h"
 #include "plan/plan_io.h"
 #include "plan/verify.h"
+#include "python/bindings.h"
 #include "python/errors.h"
 #include "util/error.h"
 #include "util/file_io.h"
 #include "util/limits.h"
+#include "util/units.h"
 
 namespace py = pybind11;
 
@@ -95,6 +97,7 @@ PYBIND11_MODULE(_native, m) {
   using sa::api::SweepArgs;
   m.doc() = "swapadvisor's C++ planner; use the swapadvisor package, not this module";
   sa::python::register_errors(m);
+  sa::python::bind_session(m);  // swapadvisor.Trainer's runs
 
   py::class_<GraphSource>(m, "GraphSource")
       .def(py::init<>())
@@ -135,6 +138,8 @@ PYBIND11_MODULE(_native, m) {
   m.def("sweep", &sa::python::sweep, py::arg("args"));
   m.def("verify", &sa::python::verify, py::arg("source"), py::arg("origin"), py::arg("plan_text"));
   m.def("method_names", &sa::method_names);
+  // A size as --memory reads it ("8GiB", "1.5GB", "4096"), or None.
+  m.def("parse_bytes", [](const std::string& text) { return sa::parse_bytes(text); });
   // A plan's save(): as `plan -o` writes (replaced whole; .gz compressed).
   m.def("write_file", [](const std::string& path, const std::string& text) {
     py::gil_scoped_release unlocked;

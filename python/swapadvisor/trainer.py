@@ -1,0 +1,357 @@
+"""swapadvisor.Trainer: train a PyTorch model under a memory budget, each
+step run by swapadvisor's executor on a plan (docs/python.md, "Training").
+
+    trainer = swapadvisor.Trainer(model, optimizer, loss_fn, budget="2GiB")
+    for x, y in loader:
+        loss = trainer.step(x, y)      # a tensor, as loss.detach() would be
+    model.load_state_dict(trainer.state_dict())
+
+How (Note [Trainer]):
+- The first step captures one training step of a copy of the model (the
+  capture package, swapadvisor_capture) on that batch: graph, exec file and
+  initial values, written under the cache directory. The user's model,
+  optimizer and random state are left as they were.
+- The plan comes from the plan cache, keyed by the graph's fingerprint
+  (the SHA-256 of its file), the device profile, the budget and the search
+  settings; on a miss, swapadvisor.plan searches and the plan is stored. A
+  second run of a script skips the search.
+- A session (runtime/aten_session.h) runs the plan with the ATen kernels on
+  the host-emulated device (device="cpu") or CUDA (device="cuda"): one
+  iteration per step on the batch it is given, the state (parameters,
+  buffers, optimizer state) kept where the plan keeps it between steps.
+- A batch of another shape or dtype (the last batch of an epoch) gets its
+  own capture and plan; a changed optimizer setting (a learning-rate
+  schedule) a new capture with the same graph, so the cached plan. The
+  state goes from one session to the next by name.
+- state_dict() ends the session and returns the trained state under the
+  model's state_dict names; the next step starts a session from it.
+"""
+
+import contextlib
+import copy
+import hashlib
+import json
+import os
+import sys
+
+import torch
+
+from . import _args, _native
+from ._native import Error
+
+# The source tree's python/ (the build tree links this file from there).
+_CAPTURE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def _capture_package():
+    """swapadvisor_capture, which sits beside this package in the source
+    tree and in an install."""
+    try:
+        import swapadvisor_capture  # noqa: F401
+    except ImportError:
+        if _CAPTURE_DIR not in sys.path:
+            sys.path.append(_CAPTURE_DIR)
+    from swapadvisor_capture import capture as cap
+    from swapadvisor_capture import optim, values, errors
+    return cap, optim, values, errors
+
+
+def default_cache_dir():
+    """$SWAPADVISOR_CACHE, else $XDG_CACHE_HOME/swapadvisor, else
+    ~/.cache/swapadvisor."""
+    d = os.environ.get("SWAPADVISOR_CACHE")
+    if d:
+        return d
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "swapadvisor")
+
+
+def _tensors(v, what):
+    if isinstance(v, torch.Tensor):
+        return (v,)
+    if isinstance(v, (tuple, list)) and v and all(isinstance(t, torch.Tensor) for t in v):
+        return tuple(v)
+    raise Error(f"step: {what} must be a tensor or a tuple of tensors, got "
+                f"{type(v).__name__}")
+
+
+def _signature(inputs, target):
+    return tuple((str(t.dtype), tuple(t.shape)) for t in inputs + target)
+
+
+def _raw(t):
+    """The bytes of a tensor in row-major order, as a CPU uint8 tensor."""
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    return t.contiguous().reshape(-1).view(torch.uint8)
+
+
+class _Compiled:
+    """One batch signature's capture and plan: the files a session runs."""
+
+    def __init__(self, prefix, graph, plan, exec_file, values, input_ids, loss_dtype,
+                 plan_cached, planning):
+        self.prefix = prefix
+        self.graph = graph
+        self.plan = plan
+        self.exec = exec_file
+        self.values = values
+        self.input_ids = input_ids      # tensor ids of the batch, in step() order
+        self.loss_dtype = loss_dtype
+        self.plan_cached = plan_cached  # the plan came from the cache
+        self.planning = planning        # swapadvisor.plan's result (None on a hit)
+
+
+class Trainer:
+    """Trains model with optimizer (torch.optim.SGD, Adam or AdamW over all
+    of model.parameters()) and loss_fn under a device memory budget.
+
+    budget: bytes or a size ("8GiB"); memory_fraction: instead, a share of
+    the captured step's peak live bytes. device: "cpu" runs on the
+    host-emulated device (an arena of exactly the budget in host memory),
+    "cuda" on the GPU (a build with CUDA and libtorch with CUDA). profile:
+    the device profile the planner times with (default v100-16gb; a
+    built-in name or a file from `swapadvisor bandwidth`). time_budget,
+    evaluations, threads, seed: the search's, as swapadvisor.plan's.
+    cache_dir: where captures and plans are kept (default_cache_dir()).
+    kernel_threads: libtorch's intra-op threads in the run (0: its default).
+    """
+
+    def __init__(self, model, optimizer, loss_fn, *, budget=None, memory_fraction=None,
+                 device="cpu", profile="v100-16gb", time_budget=10, evaluations=None,
+                 threads=0, seed=1, cache_dir=None, kernel_threads=0, progress=False,
+                 name=None):
+        if not isinstance(model, torch.nn.Module):
+            raise Error(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+        if not callable(loss_fn):
+            raise Error(f"loss_fn: expected a callable, got {type(loss_fn).__name__}")
+        if budget is None and memory_fraction is None:
+            raise Error("give the device memory budget: budget (bytes or a size such as "
+                        "\"8GiB\") or memory_fraction (a share of the step's peak live bytes)")
+        if isinstance(budget, str) and _native.parse_bytes(budget) is None:
+            raise Error(f"budget: expected bytes or a size such as \"8GiB\", got {budget!r}")
+        if device not in ("cpu", "cuda"):
+            raise Error(f"device: \"cpu\" (the host-emulated device) or \"cuda\", got {device!r}")
+        self.model = model
+        self.optimizer = optimizer
+        self.loss_fn = loss_fn
+        self.device = device
+        self._planning = dict(device=os.fspath(profile), budget=budget,
+                              memory_fraction=memory_fraction, time_budget=time_budget,
+                              evaluations=evaluations, threads=threads, seed=seed,
+                              progress=progress)
+        # Checked now, so that a bad budget is an error before any capture.
+        _args.planning_args(_args.graph_source(None, "mlp-3", 1, "sgd", None, "fp32"),
+                            self._planning["device"], budget, memory_fraction, time_budget,
+                            evaluations, threads, seed, "arena", 1.0, "deadline", "placed",
+                            True, 1, False, True, False)
+        self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.kernel_threads = int(kernel_threads)
+        self.name = name or type(model).__name__.lower()
+        self._cap, self._optim, self._values, self._errors = _capture_package()
+        self._opt_cfg = self._optimizer_config()
+        self._compiled = {}       # (batch signature, optimizer settings) -> _Compiled
+        self._session = None
+        self._active = None       # the _Compiled the session runs
+        self._state = None        # name -> uint8 CPU tensor, when no session runs
+        self.steps = 0
+        self.captures = 0
+        self.plans_searched = 0
+
+    # --- the step ------------------------------------------------------------
+
+    def step(self, inputs, target):
+        """One training step on this batch: forward, loss, backward and the
+        optimizer's update, run by the executor on the plan. Returns the loss
+        as a 0-dim tensor (what loss.detach() would be)."""
+        inputs = _tensors(inputs, "inputs")
+        target = _tensors(target, "target")
+        cfg = self._optimizer_config()
+        key = (_signature(inputs, target), tuple(sorted(cfg.items())))
+        c = self._compiled.get(key)
+        if c is None:
+            c = self._compile(inputs, target, cfg, len(inputs))
+            self._compiled[key] = c
+        if self._active is not c:
+            self._start(c)
+        batch = [(tid, _raw(t).numpy()) for tid, t in zip(c.input_ids, inputs + target)]
+        loss = self._session.step(batch)
+        self.steps += 1
+        # The step stands for optimizer.step(): what lr_scheduler checks
+        # before it warns that the optimizer never stepped (torch 1.13
+        # counts the calls, 2.x sets a flag).
+        if hasattr(self.optimizer, "_step_count"):
+            self.optimizer._step_count += 1
+        self.optimizer._opt_called = True
+        return torch.tensor(loss, dtype=c.loss_dtype)
+
+    # --- state ---------------------------------------------------------------
+
+    def state_dict(self):
+        """The trained model state under model.state_dict()'s names (CPU
+        tensors). Ends the running session; the next step starts another
+        from this state."""
+        state = self._current_state()
+        out = {}
+        for k, v in self.model.state_dict().items():
+            raw = state.get(k)
+            if raw is None:
+                out[k] = v.detach().clone()
+                continue
+            t = v.detach().to("cpu", copy=True).contiguous()
+            flat = t.reshape(-1).view(torch.uint8)
+            if raw.numel() < flat.numel():
+                raise Error(f"state_dict: {k} has {raw.numel()} bytes in the run, the model's "
+                            f"{flat.numel()}")
+            flat.copy_(raw[:flat.numel()])
+            out[k] = t
+        return out
+
+    def load_state_dict(self, state_dict):
+        """Sets the model state (model.state_dict()'s names) the next step
+        trains from; the optimizer state is kept."""
+        state = self._current_state()
+        own = self.model.state_dict()
+        for k, v in state_dict.items():
+            if k not in own:
+                raise Error(f"load_state_dict: {k!r} is not in the model's state_dict")
+            if tuple(v.shape) != tuple(own[k].shape) or v.dtype != own[k].dtype:
+                raise Error(f"load_state_dict: {k} is {v.dtype} {tuple(v.shape)}, the "
+                            f"model's {own[k].dtype} {tuple(own[k].shape)}")
+            state[k] = _raw(v).clone()
+        self._state = state
+
+    def close(self):
+        """Ends the running session (state_dict() still answers)."""
+        if self._session is not None:
+            self._current_state()
+
+    # --- internals -----------------------------------------------------------
+
+    def _optimizer_config(self):
+        try:
+            cfg = self._optim.config_from_torch(self.optimizer, self.model)
+        except self._errors.CaptureError as e:
+            raise Error(f"optimizer: {e}") from None
+        return cfg
+
+    def _current_state(self):
+        """name -> uint8 tensor of every persistent tensor; ends the session."""
+        if self._session is not None:
+            finished = self._session.finish()
+            state = {}
+            for _tid, name, _kind, data in finished:
+                state[name] = torch.frombuffer(bytearray(data), dtype=torch.uint8) \
+                    if data else torch.empty(0, dtype=torch.uint8)
+            if self._state is None:
+                self._state = {}
+            self._state.update(state)
+            self._session = None
+            self._active = None
+        if self._state is None:
+            # No step yet: the model's own state.
+            self._state = {k: _raw(v).clone() for k, v in self.model.state_dict().items()}
+        return dict(self._state)
+
+    def _start(self, c):
+        """A session for c, from the current state (the capture's values with
+        every persistent tensor replaced by name)."""
+        values = c.values
+        if self._session is not None or self._state is not None:
+            state = self._current_state()
+            header, vals = self._values.read_values(c.values)
+            entries = []
+            for e in header["tensors"]:
+                data = vals[e["tensor"]]
+                if e["kind"] != "input" and e["name"] in state:
+                    raw = state[e["name"]]
+                    if raw.numel() != len(data):
+                        raise Error(f"the state's {e['name']} has {raw.numel()} bytes, the "
+                                    f"capture's {len(data)}")
+                    data = raw
+                entries.append((e["tensor"], e["name"], e["kind"], data))
+            values = c.prefix + ".state.values.bin"
+            self._values.write_values(values, entries, header.get("graph", ""))
+        self._session = _native.Session(c.graph, c.plan, c.exec, values, device=self.device,
+                                        threads=self.kernel_threads)
+        self._active = c
+
+    def _compile(self, inputs, target, cfg, num_inputs):
+        """Captures one step on a copy of the model and plans it (or takes
+        the plan from the cache)."""
+        cap, optim = self._cap, self._optim
+        model = copy.deepcopy(self.model)
+        if self._state is not None or self._session is not None:
+            # The capture's values start from the trained state (its
+            # optimizer state is replaced by name in _start).
+            model.load_state_dict(self.state_dict())
+        model.train()
+        name = cfg["name"]
+        settings = {k: v for k, v in cfg.items() if k != "name"}
+        opt = optim.make_optimizer(name, model.parameters(), **settings)
+        opt.zero_grad(set_to_none=True)
+        dev = torch.device("cpu")
+        ins = tuple(t.detach().to(dev) for t in inputs)
+        tgt = tuple(t.detach().to(dev) for t in target)
+        tgt = tgt[0] if len(tgt) == 1 else tgt
+        rng = torch.get_rng_state()
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                c = cap.capture_step(model, ins, tgt, self.loss_fn, opt, name, settings, dev,
+                                     self.name, "swapadvisor.Trainer")
+        except self._errors.CaptureError as e:
+            raise Error(str(e)) from None
+        finally:
+            torch.set_rng_state(rng)
+        self.captures += 1
+        os.makedirs(self.cache_dir, exist_ok=True)
+        # The capture's files under the hash of the graph and exec documents.
+        graph_text = json.dumps(c.graph, separators=(",", ":"), allow_nan=False)
+        exec_text = json.dumps(c.exec, separators=(",", ":"), allow_nan=False)
+        gkey = hashlib.sha256(graph_text.encode()).hexdigest()
+        xkey = hashlib.sha256(exec_text.encode()).hexdigest()[:16]
+        prefix = os.path.join(self.cache_dir, f"{self.name}-{gkey[:16]}-{xkey}")
+        c.write(prefix)
+        graph = prefix + ".graph.json.gz"
+        p = self._planning
+        pkey = hashlib.sha256(repr((gkey, p["device"], p["budget"], p["memory_fraction"],
+                                    p["time_budget"], p["evaluations"], p["seed"],
+                                    _native.__version__)).encode()).hexdigest()[:24]
+        plan_path = os.path.join(self.cache_dir, f"plan-{pkey}.json")
+        cached = os.path.exists(plan_path)
+        planning = None
+        if cached:
+            try:
+                _native.verify(_args.graph_source(graph, None, None, "sgd", None, "fp32"),
+                               plan_path, "")
+            except Error:
+                cached = False  # a stale or damaged entry: planned again
+        if not cached:
+            from . import plan as _plan
+            planning = _plan(graph, device=p["device"], budget=p["budget"],
+                             memory_fraction=p["memory_fraction"], time_budget=p["time_budget"],
+                             evaluations=p["evaluations"], threads=p["threads"], seed=p["seed"],
+                             progress=p["progress"])
+            tmp = plan_path + f".{os.getpid()}.tmp"
+            planning.save(tmp)
+            os.replace(tmp, plan_path)
+            self.plans_searched += 1
+        ids = {t["name"]: t["id"] for t in c.graph["tensors"] if t["kind"] == "input"}
+        names = ["input" if num_inputs == 1 else f"input.{i}" for i in range(num_inputs)]
+        names += ["target"] if len(target) == 1 else [f"target.{i}" for i in range(len(target))]
+        missing = [n for n in names if n not in ids]
+        if missing:
+            raise Error(f"the capture has no input tensor named {', '.join(missing)} (a batch "
+                        "tensor shares storage with another, or the model does not read it)")
+        loss_dtype = getattr(torch, c.exec["loss"]["value"]["dtype"], torch.float32)
+        return _Compiled(prefix, graph, plan_path, prefix + ".exec.json.gz",
+                         prefix + ".values.bin", [ids[n] for n in names], loss_dtype,
+                         cached, planning)
+
+    def __del__(self):
+        try:
+            if self._session is not None:
+                self._session.finish()
+        except Exception:
+            pass

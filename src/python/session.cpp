@@ -1,0 +1,107 @@
+// swapadvisor._native.Session: runtime::AtenSession (Note [Training
+// session] in runtime/aten_session.h) for swapadvisor.Trainer
+// (python/swapadvisor/trainer.py). The Trainer writes the four files (from
+// its capture and its plan cache) and hands their paths over; each is read
+// and checked as `swapadvisor run --kernels aten` reads them, and the plan
+// is verified before anything runs.
+//
+// The GIL is released while a step runs: the step waits for the run's
+// thread, which never calls into Python.
+
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "graph/graph_io.h"
+#include "plan/plan_io.h"
+#include "plan/verify.h"
+#include "python/bindings.h"
+#include "runtime/aten_kernels.h"
+#include "runtime/aten_program.h"
+#include "runtime/aten_session.h"
+#include "runtime/values_file.h"
+#include "util/error.h"
+
+namespace py = pybind11;
+
+namespace sa::python {
+namespace {
+
+using runtime::AtenSession;
+using runtime::BatchValue;
+
+std::unique_ptr<AtenSession> open_session(const std::string& graph_path,
+                                          const std::string& plan_path,
+                                          const std::string& exec_path,
+                                          const std::string& values_path, const std::string& device,
+                                          int threads) {
+  py::gil_scoped_release unlocked;
+  Graph g = read_graph(graph_path);
+  Plan p = read_plan(g, plan_path);
+  const VerifyResult v = verify_plan(g, p);
+  if (!v.ok) throw Error(fmt::format("{}: invalid plan: {}", plan_path, v.violation));
+  runtime::AtenProgram program = runtime::read_aten_program(exec_path, g);
+  runtime::ValuesFile values = runtime::read_values_file(values_path);
+  runtime::check_values_against(values, g, values_path, program.storage_bytes);
+  runtime::AtenOptions o;
+  o.device = device;
+  o.threads = threads;
+  return std::make_unique<AtenSession>(std::move(g), std::move(p), std::move(program),
+                                       std::move(values), std::move(o));
+}
+
+// batch: (tensor id, an object with the buffer protocol) per input.
+double step(AtenSession& s, const std::vector<std::tuple<int, py::buffer>>& batch) {
+  std::vector<py::buffer_info> infos;
+  std::vector<BatchValue> values;
+  infos.reserve(batch.size());
+  for (const auto& [tensor, buffer] : batch) {
+    infos.push_back(buffer.request());
+    const py::buffer_info& b = infos.back();
+    values.push_back({tensor, std::span(static_cast<const std::byte*>(b.ptr),
+                                        static_cast<size_t>(b.size * b.itemsize))});
+  }
+  py::gil_scoped_release unlocked;
+  return s.step(values);
+}
+
+// Every persistent tensor: (tensor id, name, kind, bytes).
+std::vector<std::tuple<int, std::string, std::string, py::bytes>> finish(AtenSession& s) {
+  const runtime::ValuesFile* v = nullptr;
+  {
+    py::gil_scoped_release unlocked;
+    v = &s.finish();
+  }
+  std::vector<std::tuple<int, std::string, std::string, py::bytes>> out;
+  for (const runtime::TensorValue& t : v->tensors)
+    out.emplace_back(t.tensor, t.name, t.kind,
+                     py::bytes(reinterpret_cast<const char*>(t.data.data()), t.data.size()));
+  return out;
+}
+
+// Per step, its wall time in us (the executor's iteration timing).
+std::vector<double> step_wall_us(const AtenSession& s) {
+  return s.result().iteration_wall_us;
+}
+
+}  // namespace
+
+void bind_session(py::module_& m) {
+  py::class_<AtenSession>(m, "Session")
+      .def(py::init(&open_session), py::arg("graph"), py::arg("plan"), py::arg("exec"),
+           py::arg("values"), py::arg("device") = "cpu", py::arg("threads") = 0)
+      .def("step", &step, py::arg("batch"))
+      .def("finish", &finish)
+      .def_property_readonly("steps", &AtenSession::steps)
+      .def_property_readonly("step_wall_us", &step_wall_us);
+  // Whether the ATen kernels load (a build with libtorch), and why not.
+  m.def("aten_available", &runtime::aten_available);
+  m.def("aten_unavailable_reason", &runtime::aten_unavailable_reason);
+}
+
+}  // namespace sa::python
