@@ -158,6 +158,7 @@ class Trainer:
         self.steps = 0
         self.captures = 0
         self.plans_searched = 0
+        self._last_step_wall_us = []
 
     # --- the step ------------------------------------------------------------
 
@@ -188,24 +189,37 @@ class Trainer:
 
     # --- state ---------------------------------------------------------------
 
+    def _storage_names(self):
+        """For each model.state_dict() key, the name its storage has in the
+        run: the first key on that storage, as the capture names it (tied
+        weights are one tensor there)."""
+        from swapadvisor_capture.recorder import storage_of
+        first = {}
+        out = {}
+        for k, v in self.model.state_dict(keep_vars=True).items():
+            sid = storage_of(v)._cdata
+            out[k] = first.setdefault(sid, k)
+        return out
+
     def state_dict(self):
         """The trained model state under model.state_dict()'s names (CPU
         tensors). Ends the running session; the next step starts another
         from this state."""
         state = self._current_state()
+        names = self._storage_names()
         out = {}
         for k, v in self.model.state_dict().items():
-            raw = state.get(k)
+            raw = state.get(names[k])
             if raw is None:
                 out[k] = v.detach().clone()
                 continue
-            t = v.detach().to("cpu", copy=True).contiguous()
-            flat = t.reshape(-1).view(torch.uint8)
-            if raw.numel() < flat.numel():
-                raise Error(f"state_dict: {k} has {raw.numel()} bytes in the run, the model's "
-                            f"{flat.numel()}")
-            flat.copy_(raw[:flat.numel()])
-            out[k] = t
+            size = v.element_size()
+            flat = raw[:raw.numel() // size * size].view(v.dtype)
+            end = v.storage_offset() + sum((n - 1) * st for n, st in zip(v.shape, v.stride())) + 1
+            if v.numel() and end > flat.numel():
+                raise Error(f"state_dict: {k} reaches element {end} of its storage, which has "
+                            f"{flat.numel()} in the run")
+            out[k] = flat.as_strided(v.shape, v.stride(), v.storage_offset()).clone()
         return out
 
     def load_state_dict(self, state_dict):
@@ -213,14 +227,27 @@ class Trainer:
         trains from; the optimizer state is kept."""
         state = self._current_state()
         own = self.model.state_dict()
+        names = self._storage_names()
         for k, v in state_dict.items():
             if k not in own:
                 raise Error(f"load_state_dict: {k!r} is not in the model's state_dict")
-            if tuple(v.shape) != tuple(own[k].shape) or v.dtype != own[k].dtype:
+            mine = own[k]
+            if tuple(v.shape) != tuple(mine.shape) or v.dtype != mine.dtype:
                 raise Error(f"load_state_dict: {k} is {v.dtype} {tuple(v.shape)}, the "
-                            f"model's {own[k].dtype} {tuple(own[k].shape)}")
-            state[k] = _raw(v).clone()
+                            f"model's {mine.dtype} {tuple(mine.shape)}")
+            name = names[k]
+            raw = state[name].clone() if name in state else _raw(mine).clone()
+            size = mine.element_size()
+            flat = raw[:raw.numel() // size * size].view(mine.dtype)
+            flat.as_strided(mine.shape, mine.stride(), mine.storage_offset()).copy_(v.detach())
+            state[name] = raw
         self._state = state
+
+    def last_session_step_wall_us(self):
+        """The executor's own time of each step (us, from its first event to
+        its last) of the session that ended last (state_dict() and close()
+        end one): what `swapadvisor run` reports per iteration."""
+        return list(self._last_step_wall_us)
 
     def close(self):
         """Ends the running session (state_dict() still answers)."""
@@ -247,11 +274,19 @@ class Trainer:
             if self._state is None:
                 self._state = {}
             self._state.update(state)
+            self._last_step_wall_us = list(self._session.step_wall_us)
             self._session = None
             self._active = None
         if self._state is None:
-            # No step yet: the model's own state.
-            self._state = {k: _raw(v).clone() for k, v in self.model.state_dict().items()}
+            # No step yet: the model's own state, a value per storage.
+            from swapadvisor_capture.recorder import storage_bytes_view, storage_of
+            self._state = {}
+            names = self._storage_names()
+            for k, v in self.model.state_dict(keep_vars=True).items():
+                name = names[k]
+                if name not in self._state:
+                    s = storage_of(v)
+                    self._state[name] = storage_bytes_view(s, s.device).detach().cpu().clone()
         return dict(self._state)
 
     def _start(self, c):

@@ -12,12 +12,15 @@ Cases:
                plans nothing (cache hits); AdamW within 1e-5.
   schedule     SGD with momentum and a StepLR schedule: a changed learning
                rate re-captures (the same plan) and trains as eager.
+  state        tied weights (one tensor under two state_dict names) and
+               load_state_dict between steps, as eager PyTorch.
   mistakes     what a user can get wrong is a swapadvisor.Error with one
                clear line.
 Exit status 77 without torch.
 """
 
 import argparse
+import copy
 import os
 import sys
 import tempfile
@@ -163,6 +166,59 @@ def case_schedule(sa, cache):
     check(not bad, "the final state_dict equals eager's" + (f" (differs: {bad})" if bad else ""))
 
 
+class Tied(torch.nn.Module):
+    """A language model whose output layer shares the embedding's weight."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(50, 16)
+        self.mid = torch.nn.Linear(16, 16)
+        self.out = torch.nn.Linear(16, 50, bias=False)
+        self.out.weight = self.emb.weight
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.mid(self.emb(x))))
+
+
+def case_state(sa, cache):
+    torch.manual_seed(2)
+    ref = Tied()
+    mine = copy.deepcopy(ref)
+    g = torch.Generator().manual_seed(3)
+    batches = [(torch.randint(0, 50, (12,), generator=g), torch.randint(0, 50, (12,), generator=g))
+               for _ in range(6)]
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def sgd(params):
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9)
+    ref_opt = sgd(ref.parameters())
+    want = eager(ref, ref_opt, loss_fn, batches[:3])
+    tr = sa.Trainer(mine, sgd(mine.parameters()), loss_fn, memory_fraction=0.7,
+                    cache_dir=cache, time_budget=1, threads=1)
+    got = [tr.step(x, y) for x, y in batches[:3]]
+    check(all(torch.equal(a, b) for a, b in zip(got, want)), "tied weights: losses as eager's")
+    sd = tr.state_dict()
+    bad = same_state(sd, ref.state_dict())
+    check(not bad, "tied weights: state_dict() has both names, trained"
+          + (f" (differs: {bad})" if bad else ""))
+    # A changed state goes into the next steps, as model.load_state_dict
+    # does in eager PyTorch (the optimizer state is kept on both sides).
+    with torch.no_grad():
+        ref.mid.weight.mul_(0.5)
+    changed = {"mid.weight": sd["mid.weight"] * 0.5}
+    tr.load_state_dict(changed)
+    want = eager(ref, ref_opt, loss_fn, batches[3:])
+    got = [tr.step(x, y) for x, y in batches[3:]]
+    check(all(torch.equal(a, b) for a, b in zip(got, want)),
+          "after load_state_dict: losses as eager's")
+    bad = same_state(tr.state_dict(), ref.state_dict())
+    check(not bad, "after load_state_dict: the state as eager's" + (f" ({bad})" if bad else ""))
+    expect_error(sa, "load_state_dict of an unknown name", ["not in the model"],
+                 lambda: tr.load_state_dict({"nope": torch.zeros(1)}))
+    expect_error(sa, "load_state_dict of another shape", ["mid.weight"],
+                 lambda: tr.load_state_dict({"mid.weight": torch.zeros(3)}))
+
+
 def expect_error(sa, what, words, fn):
     try:
         fn()
@@ -207,7 +263,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", required=True, help="the build tree's python/ directory")
     ap.add_argument("--case", required=True,
-                    choices=["equivalence", "schedule", "mistakes"])
+                    choices=["equivalence", "schedule", "state", "mistakes"])
     a = ap.parse_args()
     sys.path.insert(0, a.python)
     import swapadvisor as sa
@@ -215,7 +271,7 @@ def main():
         print(f"SKIP: {sa.training_unavailable_reason()}")
         sys.exit(77)
     with tempfile.TemporaryDirectory(prefix="sa_trainer_") as cache:
-        {"equivalence": case_equivalence, "schedule": case_schedule,
+        {"equivalence": case_equivalence, "schedule": case_schedule, "state": case_state,
          "mistakes": case_mistakes}[a.case](sa, cache)
     if failures:
         print(f"{len(failures)} check(s) failed")

@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+"""Train a model on a dataset with swapadvisor.Trainer, under a memory
+budget, and (with --check) against eager PyTorch running the same loop.
+
+    PYTHONPATH=build/python examples/train.py --model resnet18 --fraction 0.5 --check
+    PYTHONPATH=build/python examples/train.py --model transformer_lm --epochs 2
+
+The dataset: torchvision's FakeData (images, resnet18) or random token
+sequences (transformer_lm) in a DataLoader, its last batch smaller (a batch
+of another shape is planned on its own). The loop: SGD with momentum and
+weight decay, a StepLR schedule stepped each epoch. The Trainer captures a
+step on the first batch, plans it at --fraction of the step's peak live
+bytes (or within --budget) and runs every step on the host-emulated device
+(device="cpu"; "cuda" on a GPU build). Plans are cached (--cache), so a
+second run skips the search.
+
+--check trains an eager copy of the model on the same batches and compares
+every loss and the final state_dict, bit for bit. --timing prints the
+step time through the Trainer beside the executor's own iteration time.
+"""
+
+import argparse
+import copy
+import os
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # the example models (examples/*.py)
+
+
+def dataset(model_name, samples, batch, seed):
+    g = torch.Generator().manual_seed(seed)
+    if model_name == "resnet18":
+        import torchvision
+        ds = torchvision.datasets.FakeData(size=samples, image_size=(3, 64, 64), num_classes=10,
+                                           transform=torchvision.transforms.ToTensor(),
+                                           random_offset=seed)
+        return torch.utils.data.DataLoader(ds, batch_size=batch, shuffle=True, generator=g)
+    import transformer_lm as lm
+    seq = torch.randint(0, lm.VOCAB, (samples, lm.SEQ + 1), generator=g)
+    ds = torch.utils.data.TensorDataset(seq[:, :-1], seq[:, 1:])
+
+    def collate(items):  # (sequence, batch), as the model takes it
+        x = torch.stack([a for a, _ in items]).t().contiguous()
+        y = torch.stack([b for _, b in items]).t().contiguous()
+        return x, y
+    return torch.utils.data.DataLoader(ds, batch_size=batch, shuffle=True, generator=g,
+                                       collate_fn=collate)
+
+
+def build(model_name):
+    if model_name == "resnet18":
+        import torchvision
+        return torchvision.models.resnet18(num_classes=10), torch.nn.CrossEntropyLoss()
+    import transformer_lm as lm
+    return lm.TransformerLM(0.0), lm.loss_fn
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", choices=["resnet18", "transformer_lm"], default="resnet18")
+    ap.add_argument("--fraction", type=float, default=0.5,
+                    help="the budget as a share of the step's peak live bytes (default 0.5)")
+    ap.add_argument("--budget", help="the budget as a size (e.g. 300MiB), instead of --fraction")
+    ap.add_argument("--samples", type=int, default=36, help="dataset size (default 36)")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--time-budget", type=float, default=5, help="search seconds per plan")
+    ap.add_argument("--cache", help="plan cache directory (default: ~/.cache/swapadvisor)")
+    ap.add_argument("--device", default="cpu", help="cpu (host-emulated) or cuda")
+    ap.add_argument("--check", action="store_true", help="compare with eager PyTorch")
+    ap.add_argument("--timing", action="store_true", help="print step times")
+    a = ap.parse_args()
+
+    import swapadvisor
+
+    torch.manual_seed(0)
+    model, loss_fn = build(a.model)
+    eager_model = copy.deepcopy(model)
+
+    def sgd(params):
+        return torch.optim.SGD(params, lr=a.lr, momentum=0.9, weight_decay=1e-4)
+
+    opt = sgd(model.parameters())
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    budget = dict(budget=a.budget) if a.budget else dict(memory_fraction=a.fraction)
+    trainer = swapadvisor.Trainer(model, opt, loss_fn, device=a.device, cache_dir=a.cache,
+                                  time_budget=a.time_budget, **budget)
+    batches = []
+    losses = []
+    step_s = []
+    for epoch in range(a.epochs):
+        for x, y in dataset(a.model, a.samples, a.batch, seed=epoch):
+            t0 = time.perf_counter()
+            loss = trainer.step(x, y)
+            step_s.append(time.perf_counter() - t0)
+            losses.append(loss)
+            batches.append((x, y))
+            print(f"epoch {epoch} step {len(losses)}: loss {loss.item():.6f} "
+                  f"(lr {opt.param_groups[0]['lr']:g}, batch {tuple(x.shape)})")
+        sched.step()
+    print(f"trained {trainer.steps} steps: {trainer.captures} captures, "
+          f"{trainer.plans_searched} plans searched (the rest from the cache)")
+    state = trainer.state_dict()
+
+    if a.timing:
+        # The first step of each capture includes the capture, the plan and
+        # the session's setup; the others are steps.
+        ws = [w / 1e6 for w in trainer.last_session_step_wall_us()]
+        steady = sorted(step_s[-len(ws):])[len(ws) // 2] if ws else float("nan")
+        print(f"step time, median of the last session's {len(ws)} steps: through the Trainer "
+              f"{steady * 1e3:.1f} ms, the executor's iteration "
+              f"{sorted(ws)[len(ws) // 2] * 1e3:.1f} ms")
+
+    if a.check:
+        eopt = sgd(eager_model.parameters())
+        esched = torch.optim.lr_scheduler.StepLR(eopt, step_size=1, gamma=0.5)
+        want = []
+        per_epoch = len(batches) // a.epochs
+        for i, (x, y) in enumerate(batches):
+            eopt.zero_grad(set_to_none=True)
+            loss = loss_fn(eager_model(x), y)
+            loss.backward()
+            eopt.step()
+            want.append(loss.detach())
+            if (i + 1) % per_epoch == 0:
+                esched.step()
+        same_losses = sum(torch.equal(p, q) for p, q in zip(losses, want))
+        ref = eager_model.state_dict()
+        differ = [k for k in ref if not torch.equal(state[k], ref[k])]
+        print(f"check: {same_losses} of {len(want)} losses equal eager PyTorch's bit for bit; "
+              f"state_dict: {len(ref) - len(differ)} of {len(ref)} tensors equal")
+        if same_losses != len(want) or differ:
+            print(f"check FAILED (differ: {differ[:5]})")
+            sys.exit(1)
+
+
+if __name__ == "__main__":
+    import swapadvisor
+    try:
+        main()
+    except swapadvisor.Error as e:
+        sys.exit(f"train.py: error: {e}")
