@@ -9,6 +9,7 @@
 // thread, which never calls into Python.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -35,24 +36,51 @@ namespace {
 using runtime::AtenSession;
 using runtime::BatchValue;
 
+// A value per tensor as the Trainer holds them: (tensor id, name, kind, an
+// object with the buffer protocol), copied.
+using ValueList = std::vector<std::tuple<int, std::string, std::string, py::buffer>>;
+
+runtime::ValuesFile values_from(const ValueList& list, const std::string& graph) {
+  runtime::ValuesFile v;
+  v.graph = graph;
+  for (const auto& [tensor, name, kind, buffer] : list) {
+    const py::buffer_info b = buffer.request();
+    runtime::TensorValue t;
+    t.tensor = tensor;
+    t.name = name;
+    t.kind = kind;
+    const auto* p = static_cast<const std::byte*>(b.ptr);
+    t.data.assign(p, p + b.size * b.itemsize);
+    v.tensors.push_back(std::move(t));
+  }
+  return v;
+}
+
+// values: a values file's path, or a ValueList (no file between the Trainer
+// and the run: a ResNet-18's 94 MB took 0.5 s to write).
 std::unique_ptr<AtenSession> open_session(const std::string& graph_path,
                                           const std::string& plan_path,
-                                          const std::string& exec_path,
-                                          const std::string& values_path, const std::string& device,
-                                          int threads) {
+                                          const std::string& exec_path, const py::object& values,
+                                          const std::string& device, int threads) {
+  std::optional<runtime::ValuesFile> given;
+  std::string values_path = "the values";
+  if (py::isinstance<py::str>(values))
+    values_path = values.cast<std::string>();
+  else
+    given = values_from(values.cast<ValueList>(), "");
   py::gil_scoped_release unlocked;
   Graph g = read_graph(graph_path);
   Plan p = read_plan(g, plan_path);
   const VerifyResult v = verify_plan(g, p);
   if (!v.ok) throw Error(fmt::format("{}: invalid plan: {}", plan_path, v.violation));
   runtime::AtenProgram program = runtime::read_aten_program(exec_path, g);
-  runtime::ValuesFile values = runtime::read_values_file(values_path);
-  runtime::check_values_against(values, g, values_path, program.storage_bytes);
+  runtime::ValuesFile state = given ? std::move(*given) : runtime::read_values_file(values_path);
+  runtime::check_values_against(state, g, values_path, program.storage_bytes);
   runtime::AtenOptions o;
   o.device = device;
   o.threads = threads;
   return std::make_unique<AtenSession>(std::move(g), std::move(p), std::move(program),
-                                       std::move(values), std::move(o));
+                                       std::move(state), std::move(o));
 }
 
 // batch: (tensor id, an object with the buffer protocol) per input.
