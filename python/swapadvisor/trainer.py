@@ -90,17 +90,13 @@ def _raw(t):
 class _Compiled:
     """One batch signature's capture and plan: the files a session runs."""
 
-    def __init__(self, prefix, graph, plan, exec_file, values, input_ids, loss_dtype,
-                 plan_cached, planning):
-        self.prefix = prefix
+    def __init__(self, graph, plan, exec_file, values, input_ids, loss_dtype):
         self.graph = graph
         self.plan = plan
         self.exec = exec_file
         self.values = values            # (tensor id, name, kind, uint8 tensor): state, batch
         self.input_ids = input_ids      # tensor ids of the batch, in step() order
         self.loss_dtype = loss_dtype
-        self.plan_cached = plan_cached  # the plan came from the cache
-        self.planning = planning        # swapadvisor.plan's result (None on a hit)
 
 
 class Trainer:
@@ -150,7 +146,7 @@ class Trainer:
         self.kernel_threads = int(kernel_threads)
         self.name = name or type(model).__name__.lower()
         self._cap, self._optim, self._values, self._errors = _capture_package()
-        self._opt_cfg = self._optimizer_config()
+        self._optimizer_config()  # an optimizer it cannot record: an error now
         self._compiled = {}       # (batch signature, optimizer settings) -> _Compiled
         self._session = None
         self._active = None       # the _Compiled the session runs
@@ -385,7 +381,6 @@ class Trainer:
                                     _native.__version__)).encode()).hexdigest()[:24]
         plan_path = os.path.join(self.cache_dir, f"plan-{pkey}.json")
         cached = os.path.exists(plan_path)
-        planning = None
         if cached:
             try:
                 _native.verify(_args.graph_source(graph, None, None, "sgd", None, "fp32"),
@@ -410,8 +405,8 @@ class Trainer:
             raise Error(f"the capture has no input tensor named {', '.join(missing)} (a batch "
                         "tensor shares storage with another, or the model does not read it)")
         loss_dtype = getattr(torch, c.exec["loss"]["value"]["dtype"], torch.float32)
-        return _Compiled(prefix, graph, plan_path, prefix + ".exec.json.gz", values,
-                         [ids[n] for n in names], loss_dtype, cached, planning)
+        return _Compiled(graph, plan_path, prefix + ".exec.json.gz", values,
+                         [ids[n] for n in names], loss_dtype)
 
     def __del__(self):
         try:

@@ -1,9 +1,9 @@
 // swapadvisor._native.Session: runtime::AtenSession (Note [Training
 // session] in runtime/aten_session.h) for swapadvisor.Trainer
-// (python/swapadvisor/trainer.py). The Trainer writes the four files (from
-// its capture and its plan cache) and hands their paths over; each is read
-// and checked as `swapadvisor run --kernels aten` reads them, and the plan
-// is verified before anything runs.
+// (python/swapadvisor/trainer.py). The Trainer hands over the paths of the
+// graph, plan and exec files in its cache and the values in memory (or a
+// values file's path); each is read and checked as `swapadvisor run
+// --kernels aten` reads them, and the plan is verified before anything runs.
 //
 // The GIL is released while a step runs: the step waits for the run's
 // thread, which never calls into Python.
@@ -40,9 +40,8 @@ using runtime::BatchValue;
 // object with the buffer protocol), copied.
 using ValueList = std::vector<std::tuple<int, std::string, std::string, py::buffer>>;
 
-runtime::ValuesFile values_from(const ValueList& list, const std::string& graph) {
-  runtime::ValuesFile v;
-  v.graph = graph;
+runtime::ValuesFile values_from(const ValueList& list) {
+  runtime::ValuesFile v;  // no graph name: the Trainer's own, of this graph
   for (const auto& [tensor, name, kind, buffer] : list) {
     const py::buffer_info b = buffer.request();
     runtime::TensorValue t;
@@ -67,7 +66,7 @@ std::unique_ptr<AtenSession> open_session(const std::string& graph_path,
   if (py::isinstance<py::str>(values))
     values_path = values.cast<std::string>();
   else
-    given = values_from(values.cast<ValueList>(), "");
+    given = values_from(values.cast<ValueList>());
   py::gil_scoped_release unlocked;
   Graph g = read_graph(graph_path);
   Plan p = read_plan(g, plan_path);

@@ -76,16 +76,22 @@ def eager(model, opt, loss_fn, batches, sched=None):
     return losses
 
 
+def twins(seed):
+    """Two equal Nets: one for eager PyTorch, one for the Trainer."""
+    torch.manual_seed(seed)
+    ref = Net()
+    mine = Net()
+    mine.load_state_dict(ref.state_dict())
+    return ref, mine
+
+
 def same_state(a, b):
     bad = [k for k in a if not torch.equal(a[k], b[k])]
     return bad
 
 
 def case_equivalence(sa, cache):
-    torch.manual_seed(0)
-    ref = Net()
-    mine = Net()
-    mine.load_state_dict(ref.state_dict())
+    ref, mine = twins(0)
     loss_fn = torch.nn.CrossEntropyLoss()
     batches = [b for _ in range(2) for b in loader()]  # 2 epochs of 7 batches, the 7th of 4
     batches = batches[:12]
@@ -124,10 +130,7 @@ def case_equivalence(sa, cache):
 
     # AdamW: the capture records torch's capturable formulation (one capture
     # serves every step), which rounds differently from the default one.
-    torch.manual_seed(0)
-    ref = Net()
-    mine = Net()
-    mine.load_state_dict(ref.state_dict())
+    ref, mine = twins(0)
 
     def adamw(params):
         return torch.optim.AdamW(params, lr=1e-2, weight_decay=0.01)
@@ -141,10 +144,7 @@ def case_equivalence(sa, cache):
 
 
 def case_schedule(sa, cache):
-    torch.manual_seed(1)
-    ref = Net()
-    mine = Net()
-    mine.load_state_dict(ref.state_dict())
+    ref, mine = twins(1)
     loss_fn = torch.nn.CrossEntropyLoss()
     batches = list(loader(n=96, batch=16))  # 6 equal batches
     ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
