@@ -127,7 +127,7 @@ def op_flops(base, a, results, fallbacks):
         return 8.0 * numel(a["input"])
     if name in ("native_group_norm_backward",):
         return 14.0 * numel(a["grad_out"])
-    if name in ("_softmax", "_log_softmax", "softmax", "log_softmax"):
+    if name in ("_softmax", "_safe_softmax", "_log_softmax", "softmax", "log_softmax"):
         return 5.0 * numel(a["self"])
     if name in ("_softmax_backward_data", "_log_softmax_backward_data"):
         return 3.0 * numel(a["grad_output"])

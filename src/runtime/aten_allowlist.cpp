@@ -41,6 +41,9 @@ constexpr auto kAllowed = std::to_array<AllowedAtenOp>({
     {"aten::_log_softmax", kLoss},
     {"aten::_log_softmax_backward_data", kLoss},
     {"aten::_native_batch_norm_legit", kNorm},
+    // torch 2.5+: softmax giving 0, not NaN, on fully masked rows (the math
+    // path of scaled_dot_product_attention); its gradient is _softmax's.
+    {"aten::_safe_softmax", kLoss},
     {"aten::_scaled_dot_product_efficient_attention", kAttention},
     {"aten::_scaled_dot_product_efficient_attention_backward", kAttention},
     {"aten::_scaled_dot_product_flash_attention", kAttention},
