@@ -19,10 +19,14 @@ How (Note [Trainer]):
   the host-emulated device (device="cpu") or CUDA (device="cuda"): one
   iteration per step on the batch it is given, the state (parameters,
   buffers, optimizer state) kept where the plan keeps it between steps.
+- The optimizer is the user's own class (SGD, Adam, AdamW), recorded with
+  foreach off; what it computes in Python each step (-lr, Adam's bias
+  corrections) are step scalars, computed every step by a shadow of it
+  (swapadvisor_capture/step_scalars.py) and handed to the session with the
+  batch: schedules need no new capture.
 - A batch of another shape or dtype (the last batch of an epoch) gets its
-  own capture and plan; a changed optimizer setting (a learning-rate
-  schedule) a new capture with the same graph, so the cached plan. The
-  state goes from one session to the next by name.
+  own capture and plan, as does an optimizer setting that changes the
+  step's op sequence. The state goes from one session to the next by name.
 - state_dict() ends the session and returns the trained state under the
   model's state_dict names; the next step starts a session from it.
 """
@@ -52,8 +56,8 @@ def _capture_package():
         if _CAPTURE_DIR not in sys.path:
             sys.path.append(_CAPTURE_DIR)
     from swapadvisor_capture import capture as cap
-    from swapadvisor_capture import optim, values, errors
-    return cap, optim, values, errors
+    from swapadvisor_capture import step_scalars, errors
+    return cap, step_scalars, errors
 
 
 def default_cache_dir():
@@ -145,9 +149,16 @@ class Trainer:
         self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else default_cache_dir()
         self.kernel_threads = int(kernel_threads)
         self.name = name or type(model).__name__.lower()
-        self._cap, self._optim, self._values, self._errors = _capture_package()
-        self._optimizer_config()  # an optimizer it cannot record: an error now
-        self._compiled = {}       # (batch signature, optimizer settings) -> _Compiled
+        self._cap, self._scalars, self._errors = _capture_package()
+        self._check_optimizer()   # an optimizer it cannot record: an error now
+        # Optimizer steps taken: the user's optimizer's own count (Adam's
+        # state "step") when it has stepped before.
+        self._opt_step = 0
+        for st in optimizer.state.values():
+            if isinstance(st.get("step"), (int, float, torch.Tensor)):
+                self._opt_step = int(st["step"])
+                break
+        self._compiled = {}       # (batch signature, step structure) -> _Compiled
         self._session = None
         self._active = None       # the _Compiled the session runs
         self._state = None        # name -> uint8 CPU tensor, when no session runs
@@ -164,17 +175,26 @@ class Trainer:
         as a 0-dim tensor (what loss.detach() would be)."""
         inputs = _tensors(inputs, "inputs")
         target = _tensors(target, "target")
-        cfg = self._optimizer_config()
-        key = (_signature(inputs, target), tuple(sorted(cfg.items())))
+        self._check_optimizer()
+        # This step's step scalars (the optimizer's per-step arguments, Note
+        # [Step scalars]) from the optimizer's settings now: a learning-rate
+        # schedule needs no new capture; a change of the step's structure does.
+        try:
+            structure, scalars = self._shadow.step_values(self.optimizer.param_groups,
+                                                          self._opt_step + 1)
+        except self._errors.CaptureError as e:
+            raise Error(f"optimizer: {e}") from None
+        key = (_signature(inputs, target), structure)
         c = self._compiled.get(key)
         if c is None:
-            c = self._compile(inputs, target, cfg, len(inputs))
+            c = self._compile(inputs, target, len(inputs))
             self._compiled[key] = c
         if self._active is not c:
             self._start(c)
         batch = [(tid, _raw(t).numpy()) for tid, t in zip(c.input_ids, inputs + target)]
-        loss = self._session.step(batch)
+        loss = self._session.step(batch, scalars)
         self.steps += 1
+        self._opt_step += 1
         # The step stands for optimizer.step(): what lr_scheduler checks
         # before it warns that the optimizer never stepped (torch 1.13
         # counts the calls, 2.x sets a flag).
@@ -252,21 +272,21 @@ class Trainer:
 
     # --- internals -----------------------------------------------------------
 
-    def _optimizer_config(self):
-        # The settings of every param group: when they are what they were at
-        # the last step, so is the config (checking it all takes about 0.4
-        # ms a step on the Transformer LM).
+    def _check_optimizer(self):
+        # Checked when a param group's settings or parameters change (checking
+        # it all takes about 0.4 ms a step on the Transformer LM).
         groups = tuple(tuple((k, repr(v)) for k, v in sorted(g.items()) if k != "params")
                        + (("params", tuple(id(p) for p in g["params"])),)
                        for g in self.optimizer.param_groups)
         if groups == getattr(self, "_groups", None):
-            return self._cfg
+            return
         try:
-            cfg = self._optim.config_from_torch(self.optimizer, self.model)
+            self._scalars.check_optimizer(self.optimizer, self.model)
+            if len(getattr(self, "_groups", ())) != len(groups):
+                self._shadow = self._scalars.Shadow(self.optimizer)
         except self._errors.CaptureError as e:
             raise Error(f"optimizer: {e}") from None
-        self._groups, self._cfg = groups, cfg
-        return cfg
+        self._groups = groups
 
     def _current_state(self):
         """name -> uint8 tensor of every persistent tensor; ends the session."""
@@ -315,20 +335,25 @@ class Trainer:
             device=self.device, threads=self.kernel_threads)
         self._active = c
 
-    def _capture_once(self, inputs, target, cfg, check_mutations):
+    def _capture_once(self, inputs, target, check_mutations):
         """One step of a copy of the model (from the current state) captured;
         the user's model, optimizer and random state are left as they were."""
-        cap, optim = self._cap, self._optim
+        cap = self._cap
         model = copy.deepcopy(self.model)
         if self._state is not None or self._session is not None:
             # The capture's values start from the trained state (its
             # optimizer state is replaced by name in _start).
             model.load_state_dict(self.state_dict())
         model.train()
-        name = cfg["name"]
-        settings = {k: v for k, v in cfg.items() if k != "name"}
-        opt = optim.make_optimizer(name, model.parameters(), **settings)
+        # The user's optimizer class and settings over the copy, at the step
+        # it is at (its step scalars are checked against its shadow's).
+        opt = self._scalars.like(self.optimizer, self.model, model)
+        for st in opt.state.values():
+            if "step" in st:
+                st["step"] = torch.tensor(float(self._opt_step))
         opt.zero_grad(set_to_none=True)
+        name = type(self.optimizer).__name__.lower()
+        settings = {"param_groups": len(opt.param_groups)}
         dev = torch.device("cpu")
         ins = tuple(t.detach().to(dev) for t in inputs)
         tgt = tuple(t.detach().to(dev) for t in target)
@@ -338,14 +363,15 @@ class Trainer:
             with contextlib.redirect_stdout(sys.stderr):
                 c = cap.capture_step(model, ins, tgt, self.loss_fn, opt, name, settings, dev,
                                      self.name, "swapadvisor.Trainer",
-                                     check_mutations=check_mutations)
+                                     check_mutations=check_mutations,
+                                     opt_step=self._opt_step + 1)
         except self._errors.CaptureError as e:
             raise Error(str(e)) from None
         finally:
             torch.set_rng_state(rng)
         return c
 
-    def _compile(self, inputs, target, cfg, num_inputs):
+    def _compile(self, inputs, target, num_inputs):
         """Captures one step on a copy of the model and plans it (or takes
         the plan from the cache)."""
         cap = self._cap
@@ -353,7 +379,7 @@ class Trainer:
         # of every op: most of a capture's time); a graph and exec file
         # already captured with it (its .checked mark in the cache) need no
         # second look, anything else is captured again with it.
-        c = self._capture_once(inputs, target, cfg, check_mutations=False)
+        c = self._capture_once(inputs, target, check_mutations=False)
         self.captures += 1
         graph_text = json.dumps(c.graph, separators=(",", ":"), allow_nan=False)
         exec_text = json.dumps(c.exec, separators=(",", ":"), allow_nan=False)
@@ -362,7 +388,7 @@ class Trainer:
         prefix = os.path.join(self.cache_dir, f"{self.name}-{gkey[:16]}-{xkey}")
         os.makedirs(self.cache_dir, exist_ok=True)
         if not os.path.exists(prefix + ".checked"):
-            c = self._capture_once(inputs, target, cfg, check_mutations=True)
+            c = self._capture_once(inputs, target, check_mutations=True)
             # The cache holds content-addressed files only, written whole
             # (another process may read them at any time).
             for suffix, doc in ((".graph.json.gz", c.graph), (".exec.json.gz", c.exec)):

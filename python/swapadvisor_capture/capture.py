@@ -8,7 +8,8 @@ import os
 
 import torch
 
-from . import __version__
+from . import __version__, step_scalars
+from .step_scalars import no_profiler_markers as _no_profiler_markers
 from .encode import dtype_name
 from .entry import (autocast_context, backward, forward_loss, load_entry, named_state,
                     optimizer_config, prepare)
@@ -77,35 +78,6 @@ def _module_hooks(model, rec):
     return handles
 
 
-class _NoMarker:
-    """Stands in for torch.autograd.profiler.record_function while capturing:
-    the optimizer's profiler markers would add a 4-byte handle tensor
-    (torch.zeros(1) in torch 1.13) and marker ops with no numerical effect."""
-
-    def __init__(self, *args, **kwargs):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def __call__(self, fn):
-        return fn
-
-
-@contextlib.contextmanager
-def _no_profiler_markers():
-    prof = torch.autograd.profiler
-    saved = prof.record_function
-    prof.record_function = _NoMarker
-    try:
-        yield
-    finally:
-        prof.record_function = saved
-
-
 def op_math(tensors, r):
     """The math an op runs in, as graph format 1.2's op "dtype": a half type
     when it reads or writes a tensor of one, else None (float32, the
@@ -147,12 +119,17 @@ def _capture(entry, optimizer, lr, momentum, weight_decay, device, name, align, 
 
 
 def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, name, origin,
-                 align=64, check_mutations=True, seed=0, autocast=None):
+                 align=64, check_mutations=True, seed=0, autocast=None, opt_step=None):
     """One step of model (in training mode, on dev) on inputs (a tuple of
     tensors) and target, with opt, an optimizer of this package's
     (make_optimizer) whose state exists, recorded: a Capture. origin says
     where the model came from in the graph's "source" (an entry file, a
-    training script). The step runs for real: it updates model and opt."""
+    training script). The step runs for real: it updates model and opt.
+
+    opt_step: opt is a torch.optim.SGD, Adam or AdamW (foreach off, state
+    made by step_scalars.init_state) taking its step numbered opt_step, and
+    the exec file gets its step scalars (step_scalars.py); cap.step_structure
+    is what each step's values fit."""
 
     # The state that exists before the iteration.
     registry = {}
@@ -197,7 +174,11 @@ def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, na
             on_phase("backward")
             backward(loss, model)
             on_phase("update")
+            counts = [sum(p.grad is not None for p in g["params"]) for g in opt.param_groups]
+            if opt_step is not None:
+                rec.opt_dispatch = 0
             opt.step()
+            rec.opt_dispatch = None
     finally:
         for h in handles:
             h.remove()
@@ -286,6 +267,11 @@ def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, na
     }
     if cap.loss is not None:
         cap.exec["loss"]["captured"] = cap.loss
+    cap.step_structure = None
+    if opt_step is not None:
+        shadow = step_scalars.Shadow(opt)
+        cap.step_structure, values = shadow.step_values(opt.param_groups, opt_step)
+        step_scalars.tag(cap.exec, rec.ops, rec.dispatch, counts, cap.step_structure, values)
     if dev.type != "meta":
         for i, info in enumerate(tensors):
             if info.initial is not None:

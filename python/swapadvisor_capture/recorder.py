@@ -166,7 +166,7 @@ class TensorInfo:
 class OpRecord:
     __slots__ = ("index", "qualname", "type", "phase", "module", "args", "kwargs", "results",
                  "inputs", "outputs", "updates", "flops", "bytes_accessed", "random",
-                 "skips_updates")
+                 "skips_updates", "dispatch")
 
 
 def _flatten_tensors(v, out):
@@ -229,6 +229,10 @@ class Recorder(TorchDispatchMode):
         self.undeclared = collections.Counter()
         self.skipped = collections.Counter()
         self.num_constants = 0
+        # Step scalars (step_scalars.py): while the optimizer steps, the
+        # place of each op in its sequence, and .item() of its state allowed.
+        self.opt_dispatch = None
+        self.dispatch = {}         # recorded op index -> place in the optimizer's sequence
 
     # -- helpers -----------------------------------------------------------
     def _where(self, qualname):
@@ -260,6 +264,16 @@ class Recorder(TorchDispatchMode):
             self.skipped[qualname] += 1
             return func(*args, **kwargs)
         where = self._where(qualname)
+        place = None
+        if self.opt_dispatch is not None:
+            place = self.opt_dispatch
+            self.opt_dispatch += 1
+            # The step count read into Python (torch.optim.Adam's .item()):
+            # what it computes from it are step scalars.
+            if base == "_local_scalar_dense" and args:
+                info = self.lookup(args[0])
+                if info is not None and info.kind == "optimizer_state":
+                    return func(*args, **kwargs)
 
         for ty in types:
             if ty is not torch.Tensor and getattr(ty, "__torch_dispatch__", None) is not getattr(
@@ -369,6 +383,9 @@ class Recorder(TorchDispatchMode):
         rec.phase = self.phase
         rec.module = self.module_stack[-1] if self.module_stack and self.phase == "forward" else ""
         rec.random = draws_random(func, base, a)
+        rec.dispatch = place
+        if place is not None:
+            self.dispatch[rec.index] = place
         if rec.random:
             self.random_ops[qualname] += 1
 

@@ -93,6 +93,13 @@ void run_aten(const AtenRunArgs& a) {
                "training, not comparable bit for bit)\n",
                late->first, terminal_safe(program.ops[late->first].qualname), late->second,
                terminal_safe(program.ops[late->second].qualname));
+  if (!program.step_scalars.empty() && a.iterations > 1)
+    fmt::print(stderr,
+               "swapadvisor: note: {} names {} step scalars (an optimizer's per-step values, "
+               "Note [Step scalars]); `run` keeps their captured values at every iteration, "
+               "as if each were the captured step (swapadvisor.Trainer gives each step its "
+               "own)\n",
+               terminal_safe(exec), program.step_scalars.size());
   runtime::AtenRunOptions o;
   o.iterations = a.iterations;
   o.aten.threads = a.threads;

@@ -82,8 +82,10 @@ std::unique_ptr<AtenSession> open_session(const std::string& graph_path,
                                        std::move(state), std::move(o));
 }
 
-// batch: (tensor id, an object with the buffer protocol) per input.
-double step(AtenSession& s, const std::vector<std::tuple<int, py::buffer>>& batch) {
+// batch: (tensor id, an object with the buffer protocol) per input;
+// scalars: the step's step scalars (Note [Step scalars]), or none.
+double step(AtenSession& s, const std::vector<std::tuple<int, py::buffer>>& batch,
+            const std::vector<double>& scalars) {
   std::vector<py::buffer_info> infos;
   std::vector<BatchValue> values;
   infos.reserve(batch.size());
@@ -94,7 +96,7 @@ double step(AtenSession& s, const std::vector<std::tuple<int, py::buffer>>& batc
                                         static_cast<size_t>(b.size * b.itemsize))});
   }
   py::gil_scoped_release unlocked;
-  return s.step(values);
+  return s.step(values, scalars);
 }
 
 // Every persistent tensor: (tensor id, name, kind, bytes).
@@ -122,7 +124,7 @@ void bind_session(py::module_& m) {
   py::class_<AtenSession>(m, "Session")
       .def(py::init(&open_session), py::arg("graph"), py::arg("plan"), py::arg("exec"),
            py::arg("values"), py::arg("device") = "cpu", py::arg("threads") = 0)
-      .def("step", &step, py::arg("batch"))
+      .def("step", &step, py::arg("batch"), py::arg("scalars") = std::vector<double>{})
       .def("finish", &finish)
       .def_property_readonly("steps", &AtenSession::steps)
       .def_property_readonly("step_wall_us", &step_wall_us);

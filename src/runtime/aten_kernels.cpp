@@ -240,7 +240,8 @@ AtenSchema describe_schema(const c10::FunctionSchema& fs) {
 
 class TorchKernels final : public AtenKernels {
  public:
-  TorchKernels(const Graph& g, const AtenProgram& p, const AtenOptions& o) : g_(g), p_(p), o_(o) {
+  TorchKernels(const Graph& g, const AtenProgram& p, const AtenOptions& o)
+      : g_(g), p_(p), o_(o), scalars_(p.step_scalars) {
     if (o.device == "cpu") {
       device_ = c10::Device(c10::kCPU);
       key_ = c10::DispatchKey::CPU;
@@ -351,6 +352,13 @@ class TorchKernels final : public AtenKernels {
         at::get_num_threads(),
         slots_ ? "outputs placed by allocator"
                : "outputs copied" + (no_placing_.empty() ? "" : " (" + no_placing_ + ")"));
+  }
+
+  void set_step_scalars(std::span<const double> values) override {
+    if (values.size() != p_.step_scalars.size())
+      throw Error(fmt::format("{} step scalars for an exec file with {} (Note [Step scalars])",
+                              values.size(), p_.step_scalars.size()));
+    scalars_.assign(values.begin(), values.end());
   }
 
   void run(OpId o, std::span<std::byte* const> ptrs, void* stream) override {
@@ -677,6 +685,18 @@ class TorchKernels final : public AtenKernels {
     ++stats_.all_reduces;
   }
 
+  // Note [Step scalars]: the current value of the argument `is` picks, as a
+  // JSON number (decoded as the captured number was), or null.
+  template <class Pred>
+  const json* step_scalar(const AtenOp& op, Pred is) {
+    for (const StepScalarUse& u : op.step_scalars)
+      if (is(u)) {
+        scalar_json_ = scalars_[static_cast<size_t>(u.slot)];
+        return &scalar_json_;
+      }
+    return nullptr;
+  }
+
   // again: a recompute (Note [ATen recompute]), which does not read the loss.
   void run_op(OpId o, std::span<std::byte* const> ptrs, void* stream, bool again) {
     const Op& gop = g_.ops[o];
@@ -695,9 +715,13 @@ class TorchKernels final : public AtenKernels {
     size_t pos = 0;
     for (const c10::Argument& a : args) {
       if (!a.kwarg_only() && pos < op.args.size()) {
-        stack.push_back(decode(op.args[pos++], a.type(), call));
+        const int at = static_cast<int>(pos++);
+        const json* sub = step_scalar(op, [&](const StepScalarUse& u) { return u.position == at; });
+        stack.push_back(decode(sub ? *sub : op.args[static_cast<size_t>(at)], a.type(), call));
       } else if (op.kwargs.contains(a.name())) {
-        stack.push_back(decode(op.kwargs.at(a.name()), a.type(), call));
+        const json* sub =
+            step_scalar(op, [&](const StepScalarUse& u) { return u.kwarg == a.name(); });
+        stack.push_back(decode(sub ? *sub : op.kwargs.at(a.name()), a.type(), call));
       } else if (a.default_value()) {
         stack.push_back(*a.default_value());
       } else {
@@ -778,6 +802,8 @@ class TorchKernels final : public AtenKernels {
   std::unordered_set<void*> streams_;                         // the CUDA streams run on
 #endif
   AtenStats stats_;
+  std::vector<double> scalars_;                           // Note [Step scalars]: this iteration's
+  json scalar_json_;                                      // the one being decoded
   bool debug_ = std::getenv("SA_ATEN_DEBUG") != nullptr;  // report every copied result
   std::string current_;                                   // the op being run (for debug_)
 };

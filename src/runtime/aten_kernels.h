@@ -142,7 +142,13 @@ class AtenKernels {
   // after each iteration, without copying them all (runtime/aten_session.h).
   virtual double last_loss() const = 0;
   virtual AtenStats stats() const = 0;
-  virtual std::string description() const = 0;  // "libtorch 1.13.0 on cpu, 2 threads"
+  virtual std::string description() const = 0;
+  // The values the program's step scalars take from the next op on (Note
+  // [Step scalars] in runtime/aten_program.h), one per slot; before the
+  // first call, the captured ones. Called between iterations. Throws
+  // sa::Error when the count is not the program's.
+  virtual void set_step_scalars(
+      std::span<const double> values) = 0;  // "libtorch 1.13.0 on cpu, 2 threads"
 };
 
 // Note [ATen data parallelism]
@@ -196,7 +202,7 @@ std::unique_ptr<AtenKernels> make_aten_kernels(const Graph& g, const AtenProgram
                                                const AtenOptions& o);
 
 // What the plugin exports (extern "C" sa_aten_plugin()).
-inline constexpr int kAtenPluginAbi = 6;  // 6: last_loss
+inline constexpr int kAtenPluginAbi = 7;  // 7: set_step_scalars
 struct AtenPlugin {
   int abi = kAtenPluginAbi;        // first, so that any plugin's can be read
   const char* version = "";        // swapadvisor's version, as built

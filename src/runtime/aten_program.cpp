@@ -114,6 +114,46 @@ class Checker {
 // identifiers.
 constexpr size_t kMaxOverloadName = 64;
 
+// Note [Step scalars]: more than any optimizer's step has, fewer than would
+// cost memory.
+constexpr size_t kMaxStepScalars = 1 << 16;
+
+// An op's "step_scalars": [[argument, slot], ...], each argument a number in
+// args or kwargs, named once.
+std::vector<StepScalarUse> step_scalar_uses(const FieldReader& r, const json& uses,
+                                            const AtenOp& op, const std::string& where,
+                                            size_t slots) {
+  std::vector<StepScalarUse> out;
+  const json& a = r.array(uses, where);
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string at = fmt::format("{}[{}]", where, i);
+    const json& u = r.array(a[i], at);
+    if (u.size() != 2) r.fail(at, fmt::format("expected [argument, slot], got {}", describe(u)));
+    StepScalarUse s;
+    const json* value = nullptr;
+    if (u[0].is_string()) {
+      s.kwarg = u[0].get<std::string>();
+      if (!op.kwargs.contains(s.kwarg))
+        r.fail(at, fmt::format("the op has no keyword argument {}", quote(s.kwarg)));
+      value = &op.kwargs.at(s.kwarg);
+    } else {
+      if (op.args.empty()) r.fail(at, "the op has no positional arguments");
+      s.position = static_cast<int>(
+          r.integer(u[0], at + "[0]", 0, static_cast<int64_t>(op.args.size()) - 1));
+      value = &op.args[static_cast<size_t>(s.position)];
+    }
+    if (!value->is_number())
+      r.fail(at, fmt::format("the argument is {}, not a number", describe(*value)));
+    if (slots == 0) r.fail(at, "the file gives no step_scalars.values");
+    s.slot = static_cast<int>(r.integer(u[1], at + "[1]", 0, static_cast<int64_t>(slots) - 1));
+    for (const StepScalarUse& x : out)
+      if (x.position == s.position && x.kwarg == s.kwarg)
+        r.fail(at, "names an argument a second time");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 bool is_overload_name(std::string_view s) {
   return !s.empty() && s.size() <= kMaxOverloadName && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -167,6 +207,19 @@ AtenProgram parse_aten_program(std::string_view text, const std::string& path, c
     p.storage_bytes[i] = r.integer(r.field(ts[i], where, "storage_bytes"), where + ".storage_bytes",
                                    1, g.tensors[i].bytes);
   }
+  if (const json* ss = FieldReader::find(doc, "step_scalars")) {
+    const json& vals = r.array(r.field(r.object(*ss, "step_scalars"), "step_scalars", "values"),
+                               "step_scalars.values");
+    if (vals.size() > kMaxStepScalars)
+      r.fail("step_scalars.values",
+             fmt::format("{} values, more than {}", vals.size(), kMaxStepScalars));
+    for (size_t i = 0; i < vals.size(); ++i) {
+      if (!vals[i].is_number())
+        r.fail(fmt::format("step_scalars.values[{}]", i),
+               fmt::format("expected a number, got {}", describe(vals[i])));
+      p.step_scalars.push_back(vals[i].get<double>());
+    }
+  }
   const json& ops = r.array(r.field(doc, "", "ops"), "ops");
   if (static_cast<int64_t>(ops.size()) != g.num_ops())
     r.fail("ops", fmt::format("{} ops, the graph has {}", ops.size(), g.num_ops()));
@@ -209,6 +262,9 @@ AtenProgram parse_aten_program(std::string_view text, const std::string& path, c
         r.fail(where + ".random", fmt::format("expected true or false, got {}", describe(*random)));
       op.random = random->get<bool>();
     }
+    if (const json* uses = FieldReader::find(j, "step_scalars"))
+      op.step_scalars =
+          step_scalar_uses(r, *uses, op, where + ".step_scalars", p.step_scalars.size());
   }
   const json& loss = r.field(doc, "", "loss");
   const json& after = r.field(loss, "loss", "after_op");

@@ -16,6 +16,15 @@
 
 namespace sa::runtime {
 
+// An argument of an op that takes the step's value of a step scalar (Note
+// [Step scalars]): positional argument `position`, or keyword argument
+// `kwarg` when that is not empty.
+struct StepScalarUse {
+  int position = -1;
+  std::string kwarg;
+  int slot = 0;  // index into the step's scalars
+};
+
 struct AtenOp {
   std::string qualname;    // "aten::addmm.default"
   std::string name;        // "aten::addmm"
@@ -24,6 +33,7 @@ struct AtenOp {
   nlohmann::json kwargs;   // keyword arguments (encoded)
   nlohmann::json results;  // per return: a view of the graph tensor it creates, or null
   bool random = false;     // draws random numbers (a replay draws new ones)
+  std::vector<StepScalarUse> step_scalars;  // arguments that change from step to step
 };
 
 struct AtenProgram {
@@ -39,7 +49,26 @@ struct AtenProgram {
   // The default generator's seed at the start of the first iteration
   // ("rng": {"seed": S}; Note [ATen recompute]); none: left as it is.
   std::optional<uint64_t> rng_seed;
+  // Note [Step scalars]: the captured step's value of each step scalar (what
+  // a run uses when its caller gives none).
+  std::vector<double> step_scalars;
 };
+
+// Note [Step scalars]
+// -------------------
+// An optimizer's step computes some of its arguments in Python from its
+// settings and its step count: SGD's -lr, Adam's -lr / (1 - beta1^t) and
+// sqrt(1 - beta2^t), AdamW's 1 - lr * weight_decay. A captured step holds the
+// values of one step. The exec file may name such arguments (an op's
+// "step_scalars": [[argument, slot], ...], the argument a position or a
+// keyword) and give their captured values ("step_scalars": {"values": [...]}).
+// A caller that knows each step's values (swapadvisor.Trainer computes them
+// with the user's own optimizer class, python/swapadvisor_capture/
+// step_scalars.py) hands them in before each iteration
+// (AtenKernels::set_step_scalars); the op then gets the value as a Python
+// float reaches it in eager PyTorch (a double), so the step computes what
+// eager PyTorch computes at that step, learning-rate schedules included.
+// A run given none uses the captured values at every iteration.
 
 // Reads an exec file (.json or .json.gz) and checks it against its graph:
 // same name, op and tensor counts, every tensor argument a view that lies

@@ -66,6 +66,13 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
   ro.check_integrity = false;
   ro.agree = "kernels: aten";  // every rank (Note [Rank failures] in runtime/ranks.h)
   ro.next_batch = o.next_batch;
+  if (o.step_scalars)
+    ro.next_batch = [&](int it) {
+      if (o.next_batch && !o.next_batch(it)) return false;
+      // Every stream is idle between iterations: no op reads them now.
+      if (std::vector<double> v = o.step_scalars(it); !v.empty()) kernels->set_step_scalars(v);
+      return true;
+    };
   ro.init_host = [&](TensorId t, std::byte* host, int64_t bytes) {
     if (o.batch_value && g.tensors[t].kind == TensorKind::kInput) {
       o.batch_value(t, host, bytes);

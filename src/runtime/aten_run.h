@@ -38,6 +38,10 @@ struct AtenRunOptions {
   std::function<bool(int iteration)> next_batch;
   std::function<void(TensorId, std::byte* host, int64_t bytes)> batch_value;
   std::function<void(int iteration, double loss)> on_loss;
+  // Note [Step scalars] (runtime/aten_program.h): after next_batch, the
+  // coming iteration's values (empty: those of the iteration before, at
+  // first the captured ones).
+  std::function<std::vector<double>(int iteration)> step_scalars;
 };
 
 struct AtenRunResult {

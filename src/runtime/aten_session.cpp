@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -43,6 +44,10 @@ void AtenSession::run() {
       std::memcpy(host, v.data(), n);
       std::memset(host + n, 0, static_cast<size_t>(bytes) - n);
     };
+    o.step_scalars = [this](int) {
+      std::lock_guard<std::mutex> lock(m_);
+      return std::exchange(scalars_, {});
+    };
     o.on_loss = [this](int, double loss) {
       std::lock_guard<std::mutex> lock(m_);
       loss_ = loss;
@@ -73,7 +78,10 @@ void AtenSession::rethrow_locked() {
   if (error_) std::rethrow_exception(error_);
 }
 
-double AtenSession::step(std::span<const BatchValue> batch) {
+double AtenSession::step(std::span<const BatchValue> batch, std::span<const double> scalars) {
+  if (!scalars.empty() && scalars.size() != program_.step_scalars.size())
+    throw Error(fmt::format("step: {} step scalars for an exec file with {}", scalars.size(),
+                            program_.step_scalars.size()));
   // The batch is checked before the run sees it: a wrong one leaves the
   // session as it was.
   std::vector<uint8_t> given(graph_.tensors.size(), 0);
@@ -98,6 +106,7 @@ double AtenSession::step(std::span<const BatchValue> batch) {
   if (closing_ || done_) throw Error("step: the session is finished");
   for (const BatchValue& b : batch)
     batch_[b.tensor].assign(b.bytes.begin(), b.bytes.end());
+  scalars_.assign(scalars.begin(), scalars.end());
   have_loss_ = false;
   have_batch_ = true;
   cv_.notify_all();

@@ -63,7 +63,11 @@ class AtenSession {
   // graph (any order), and returns its loss. The bytes are copied before it
   // returns. Throws sa::Error for a batch that names a tensor that is not an
   // input, misses one or is larger than it, and the run's errors.
-  double step(std::span<const BatchValue> batch);
+  // scalars: the step's values of the program's step scalars (Note [Step
+  // scalars] in runtime/aten_program.h); empty keeps the last step's (at
+  // first the captured ones). Throws sa::Error for a count that is not the
+  // program's.
+  double step(std::span<const BatchValue> batch, std::span<const double> scalars = {});
   // Ends the run and returns every persistent tensor's value; later calls
   // return the same. Throws the run's error, if it had one.
   const ValuesFile& finish();
@@ -88,6 +92,7 @@ class AtenSession {
   std::mutex m_;
   std::condition_variable cv_;
   std::vector<std::vector<std::byte>> batch_;  // per tensor: the pending step's bytes
+  std::vector<double> scalars_;                // the pending step's scalars (empty: as before)
   bool have_batch_ = false;                    // a step waits for its iteration
   bool have_loss_ = false;
   double loss_ = 0;

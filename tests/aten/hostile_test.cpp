@@ -143,6 +143,44 @@ TEST_F(ExecEdit, WronglyTypedFieldsAreNamed) {
             "ops, 30 tensors)");
 }
 
+// Note [Step scalars]: each use names a number argument of its op once and
+// a slot of step_scalars.values.
+TEST_F(ExecEdit, StepScalarsAreChecked) {
+  // [[argument, slot], ...] (a braced list of pairs would be an object).
+  auto uses = [](std::initializer_list<std::pair<json, int>> pairs) {
+    json a = json::array();
+    for (const auto& [arg, slot] : pairs)
+      a.push_back(json::array({arg, slot}));
+    return a;
+  };
+  // ops[20]: add_.Tensor(param, buffer, alpha=-0.01); ops[18]: mul_.Tensor(t, 0.9).
+  doc_["step_scalars"] = {{"values", {-0.01, 0.9}}};
+  doc_["ops"][20]["step_scalars"] = uses({{"alpha", 0}});
+  doc_["ops"][18]["step_scalars"] = uses({{1, 1}});
+  EXPECT_EQ(error(), "(no error)");
+  const AtenProgram p = parse_aten_program(doc_.dump(), "x.json", g_);
+  ASSERT_EQ(p.step_scalars, (std::vector<double>{-0.01, 0.9}));
+  ASSERT_EQ(p.ops[20].step_scalars.size(), 1u);
+  EXPECT_EQ(p.ops[20].step_scalars[0].kwarg, "alpha");
+  EXPECT_EQ(p.ops[18].step_scalars[0].position, 1);
+  EXPECT_EQ(p.ops[18].step_scalars[0].slot, 1);
+
+  doc_["ops"][18]["step_scalars"] = uses({{1, 2}});
+  EXPECT_EQ(error(),
+            "ops[18].step_scalars[0][1]: expected a whole number from 0 to 1, got the number 2");
+  doc_["ops"][18]["step_scalars"] = uses({{0, 1}});
+  EXPECT_EQ(error(), "ops[18].step_scalars[0]: the argument is an object, not a number");
+  doc_["ops"][18]["step_scalars"] = uses({{"beta", 1}});
+  EXPECT_EQ(error(), "ops[18].step_scalars[0]: the op has no keyword argument \"beta\"");
+  doc_["ops"][18]["step_scalars"] = uses({{1, 1}, {1, 0}});
+  EXPECT_EQ(error(), "ops[18].step_scalars[1]: names an argument a second time");
+  doc_["ops"][18]["step_scalars"] = uses({{1, 1}});
+  doc_["step_scalars"]["values"][1] = "0.9";
+  EXPECT_EQ(error(), "step_scalars.values[1]: expected a number, got the string \"0.9\"");
+  doc_["step_scalars"]["values"] = json::array();
+  EXPECT_EQ(error(), "ops[18].step_scalars[0]: the file gives no step_scalars.values");
+}
+
 // Issue 26: an argument error quoted the whole argument (7.4 MB of text).
 // Now at most 80 bytes of it, or 60 of a string.
 TEST_F(ExecEdit, ArgumentErrorsQuoteAShortExcerpt) {

@@ -172,5 +172,53 @@ TEST(AtenSession, FinishedBeforeAStepKeepsTheInitialState) {
   EXPECT_EQ(s.steps(), 0);
 }
 
+// Note [Step scalars]: tiny_mlp's SGD steps (ops 20, 23, 26, 29:
+// add_(param, momentum_buffer, alpha=-lr)) with their alpha as a step
+// scalar. A step given -0.01 (the captured lr) trains as the file does; one
+// given 0 leaves every parameter as it was (the momentum buffers still
+// move); a wrong count is an error that leaves the session usable.
+TEST(AtenSession, StepScalarsAreTheStepsValues) {
+  if (!aten_available()) GTEST_SKIP() << "built without libtorch";
+  Captured c = tiny_mlp("odswap");
+  const Captured plain = c;
+  c.program.step_scalars = {-0.01};
+  for (const OpId o : {20, 23, 26, 29}) {
+    ASSERT_EQ(c.program.ops[o].kwargs.at("alpha").get<double>(), -0.01) << o;
+    c.program.ops[o].step_scalars = {{-1, "alpha", 0}};
+  }
+  const auto b = batch(c, 1);
+  AtenSession tagged(c.g, c.plan, c.program, c.init, {});
+  AtenSession untagged(plain.g, plain.plan, plain.program, plain.init, {});
+  const std::vector<double> lr = {-0.01}, none = {0.0}, two = {1.0, 2.0};
+  std::vector<BatchValue> v;
+  const std::vector<TensorId> in = inputs(c.g);
+  for (size_t i = 0; i < in.size(); ++i)
+    v.push_back({in[i], b[i]});
+  EXPECT_EQ(tagged.step(v, lr), untagged.step(v));
+  EXPECT_NE(sa::testing::error_of([&] { tagged.step(v, two); }).find("2 step scalars"),
+            std::string::npos);
+  const ValuesFile before = [&] {
+    AtenSession s(c.g, c.plan, c.program, c.init, {});
+    s.step(v, lr);
+    return s.finish();
+  }();
+  AtenSession frozen(c.g, c.plan, c.program, c.init, {});
+  frozen.step(v, lr);
+  frozen.step(v, none);
+  const ValuesFile& after = frozen.finish();
+  int params = 0, moved = 0;
+  for (const TensorValue& t : before.tensors) {
+    const TensorKind kind = c.g.tensors[t.tensor].kind;
+    if (kind == TensorKind::kParam) {
+      ++params;
+      EXPECT_EQ(after.find(t.tensor)->data, t.data) << t.name << " moved with lr 0";
+    } else if (kind == TensorKind::kOptimizerState) {
+      moved += after.find(t.tensor)->data != t.data;
+    }
+  }
+  EXPECT_EQ(params, 4);
+  EXPECT_EQ(moved, 4) << "the momentum buffers take the gradient whatever the lr";
+}
+
 }  // namespace
 }  // namespace sa::runtime
