@@ -7,12 +7,14 @@ budget, and (with --check) against eager PyTorch running the same loop.
 
 The dataset: torchvision's FakeData (images, resnet18) or random token
 sequences (transformer_lm) in a DataLoader, its last batch smaller (a batch
-of another shape is planned on its own). The loop: SGD with momentum and
-weight decay, a StepLR schedule stepped each epoch. The Trainer captures a
-step on the first batch, plans it at --fraction of the step's peak live
-bytes (or within --budget) and runs every step on the host-emulated device
-(device="cpu"; "cuda" on a GPU build). Plans are cached (--cache), so a
-second run skips the search.
+of another shape is planned on its own). The loop, as training scripts
+write it: AdamW (weight decay on the weights only: two param groups), a
+cosine learning-rate schedule stepped every step, gradient clipping
+(--clip) and gradient accumulation over --micro-batches; --optimizer sgd
+for SGD with momentum. The Trainer captures a step on the first batch,
+plans it at --fraction of the step's peak live bytes (or within --budget)
+and runs every step on the host-emulated device (device="cpu"; "cuda" on a
+GPU build). Plans are cached (--cache), so a second run skips the search.
 
 --check trains an eager copy of the model on the same batches and compares
 every loss and the final state_dict, bit for bit. --timing prints the
@@ -68,7 +70,13 @@ def main():
     ap.add_argument("--samples", type=int, default=36, help="dataset size (default 36)")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
+    ap.add_argument("--lr", type=float, default=None,
+                    help="peak learning rate (default 1e-3 for adamw, 0.05 for sgd)")
+    ap.add_argument("--clip", type=float, default=1.0,
+                    help="clip gradients to this total norm (0: no clipping; default 1.0)")
+    ap.add_argument("--micro-batches", type=int, default=2,
+                    help="gradient accumulation: micro-batches per step (default 2)")
     ap.add_argument("--time-budget", type=float, default=5, help="search seconds per plan")
     ap.add_argument("--cache", help="plan cache directory (default: ~/.cache/swapadvisor)")
     ap.add_argument("--device", default="cpu", help="cpu (host-emulated) or cuda")
@@ -82,14 +90,28 @@ def main():
     model, loss_fn = build(a.model)
     eager_model = copy.deepcopy(model)
 
-    def sgd(params):
-        return torch.optim.SGD(params, lr=a.lr, momentum=0.9, weight_decay=1e-4)
+    lr = a.lr if a.lr is not None else (1e-3 if a.optimizer == "adamw" else 0.05)
+    steps = a.epochs * -(-a.samples // a.batch)
+    batch_dim = 1 if a.model == "transformer_lm" else 0  # its batches are (sequence, batch)
 
-    opt = sgd(model.parameters())
-    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    def optimizer(m):
+        if a.optimizer == "sgd":
+            return torch.optim.SGD(m.parameters(), lr=lr, momentum=0.9, weight_decay=1e-4)
+        decay = [p for n, p in m.named_parameters() if p.dim() > 1]
+        rest = [p for n, p in m.named_parameters() if p.dim() <= 1]
+        return torch.optim.AdamW([{"params": decay, "weight_decay": 0.05},
+                                  {"params": rest, "weight_decay": 0.0}], lr=lr)
+
+    def schedule(o):
+        return torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=steps)
+
+    opt = optimizer(model)
+    sched = schedule(opt)
+    clip = a.clip if a.clip > 0 else None
     budget = dict(budget=a.budget) if a.budget else dict(memory_fraction=a.fraction)
     trainer = swapadvisor.Trainer(model, opt, loss_fn, device=a.device, cache_dir=a.cache,
-                                  time_budget=a.time_budget, **budget)
+                                  time_budget=a.time_budget, micro_batches=a.micro_batches,
+                                  max_grad_norm=clip, batch_dim=batch_dim, **budget)
     batches = []
     losses = []
     step_s = []
@@ -101,8 +123,8 @@ def main():
             losses.append(loss)
             batches.append((x, y))
             print(f"epoch {epoch} step {len(losses)}: loss {loss.item():.6f} "
-                  f"(lr {opt.param_groups[0]['lr']:g}, batch {tuple(x.shape)})")
-        sched.step()
+                  f"(lr {opt.param_groups[0]['lr']:.3g}, batch {tuple(x.shape)})")
+            sched.step()
     print(f"trained {trainer.steps} steps: {trainer.captures} captures, "
           f"{trainer.plans_searched} plans searched (the rest from the cache)")
     state = trainer.state_dict()
@@ -117,18 +139,25 @@ def main():
               f"{sorted(ws)[len(ws) // 2] * 1e3:.1f} ms")
 
     if a.check:
-        eopt = sgd(eager_model.parameters())
-        esched = torch.optim.lr_scheduler.StepLR(eopt, step_size=1, gamma=0.5)
+        # The same loop in eager PyTorch (swapadvisor.Trainer's docstring).
+        eopt = optimizer(eager_model)
+        esched = schedule(eopt)
         want = []
-        per_epoch = len(batches) // a.epochs
-        for i, (x, y) in enumerate(batches):
+        for x, y in batches:
             eopt.zero_grad(set_to_none=True)
-            loss = loss_fn(eager_model(x), y)
-            loss.backward()
+            loss = None
+            for xc, yc in zip(x.chunk(a.micro_batches, batch_dim),
+                              y.chunk(a.micro_batches, batch_dim)):
+                part = loss_fn(eager_model(xc), yc)
+                if a.micro_batches > 1:
+                    part = part / a.micro_batches
+                loss = part.detach() if loss is None else loss + part.detach()
+                part.backward()
+            if clip is not None:
+                torch.nn.utils.clip_grad_norm_(eager_model.parameters(), clip)
             eopt.step()
-            want.append(loss.detach())
-            if (i + 1) % per_epoch == 0:
-                esched.step()
+            esched.step()
+            want.append(loss)
         same_losses = sum(torch.equal(p, q) for p, q in zip(losses, want))
         ref = eager_model.state_dict()
         differ = [k for k in ref if not torch.equal(state[k], ref[k])]

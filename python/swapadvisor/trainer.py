@@ -108,7 +108,8 @@ class Trainer:
     of model.parameters()) and loss_fn under a device memory budget.
 
     budget: bytes or a size ("8GiB"); memory_fraction: instead, a share of
-    the captured step's peak live bytes. device: "cpu" runs on the
+    the first captured step's peak live bytes (later plans, for another
+    batch shape or eval_step, get the same bytes). device: "cpu" runs on the
     host-emulated device (an arena of exactly the budget in host memory),
     "cuda" on the GPU (a build with CUDA and libtorch with CUDA). profile:
     the device profile the planner times with (default v100-16gb; a
@@ -116,12 +117,26 @@ class Trainer:
     evaluations, threads, seed: the search's, as swapadvisor.plan's.
     cache_dir: where captures and plans are kept (default_cache_dir()).
     kernel_threads: libtorch's intra-op threads in the run (0: its default).
+
+    The step, as eager PyTorch would run it (what trains bit for bit):
+
+        optimizer.zero_grad(set_to_none=True)
+        loss = None
+        for xs, y in chunks:              # x.chunk(micro_batches, batch_dim), y's too
+            part = loss_fn(model(*xs), y)
+            if micro_batches > 1:
+                part = part / micro_batches
+            loss = part.detach() if loss is None else loss + part.detach()
+            part.backward()
+        if max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        optimizer.step()                  # step() returns loss
     """
 
     def __init__(self, model, optimizer, loss_fn, *, budget=None, memory_fraction=None,
                  device="cpu", profile="v100-16gb", time_budget=10, evaluations=None,
                  threads=0, seed=1, cache_dir=None, kernel_threads=0, progress=False,
-                 name=None):
+                 name=None, micro_batches=1, max_grad_norm=None, batch_dim=0):
         if not isinstance(model, torch.nn.Module):
             raise Error(f"model: expected a torch.nn.Module, got {type(model).__name__}")
         if not callable(loss_fn):
@@ -131,6 +146,18 @@ class Trainer:
                         "\"8GiB\") or memory_fraction (a share of the step's peak live bytes)")
         if isinstance(budget, str) and _native.parse_bytes(budget) is None:
             raise Error(f"budget: expected bytes or a size such as \"8GiB\", got {budget!r}")
+        if isinstance(micro_batches, bool) or not isinstance(micro_batches, int) or \
+                micro_batches < 1:
+            raise Error(f"micro_batches: a whole number >= 1, got {micro_batches!r}")
+        if max_grad_norm is not None and (
+                isinstance(max_grad_norm, bool) or not isinstance(max_grad_norm, (int, float))
+                or not max_grad_norm > 0 or max_grad_norm == float("inf")):
+            raise Error(f"max_grad_norm: a finite number > 0 (or None), got {max_grad_norm!r}")
+        if isinstance(batch_dim, bool) or not isinstance(batch_dim, int) or batch_dim < 0:
+            raise Error(f"batch_dim: a dimension >= 0, got {batch_dim!r}")
+        self.micro_batches = micro_batches
+        self.batch_dim = batch_dim
+        self.max_grad_norm = None if max_grad_norm is None else float(max_grad_norm)
         if device not in ("cpu", "cuda"):
             raise Error(f"device: \"cpu\" (the host-emulated device) or \"cuda\", got {device!r}")
         self.model = model
@@ -159,6 +186,7 @@ class Trainer:
                 self._opt_step = int(st["step"])
                 break
         self._compiled = {}       # (batch signature, step structure) -> _Compiled
+        self._budget = None       # the budget in bytes (or as given), once resolved
         self._session = None
         self._active = None       # the _Compiled the session runs
         self._state = None        # name -> uint8 CPU tensor, when no session runs
@@ -184,11 +212,7 @@ class Trainer:
                                                           self._opt_step + 1)
         except self._errors.CaptureError as e:
             raise Error(f"optimizer: {e}") from None
-        key = (_signature(inputs, target), structure)
-        c = self._compiled.get(key)
-        if c is None:
-            c = self._compile(inputs, target, len(inputs))
-            self._compiled[key] = c
+        c = self._compiled_for(inputs, target, structure)
         if self._active is not c:
             self._start(c)
         batch = [(tid, _raw(t).numpy()) for tid, t in zip(c.input_ids, inputs + target)]
@@ -202,6 +226,31 @@ class Trainer:
             self.optimizer._step_count += 1
         self.optimizer._opt_called = True
         return torch.tensor(loss, dtype=c.loss_dtype)
+
+    def eval_step(self, inputs, target):
+        """The loss of the model as trained so far on this batch, as
+        `with torch.no_grad(): loss_fn(model.eval()(*inputs), target)` would
+        be: the forward pass and the loss only, captured and planned on
+        their own (a session of their own: switching between step() and
+        eval_step() ends one session and starts the other, so evaluate a
+        whole validation set at once). Returns a 0-dim tensor."""
+        inputs = _tensors(inputs, "inputs")
+        target = _tensors(target, "target")
+        c = self._compiled_for(inputs, target, None)
+        if self._active is not c:
+            self._start(c)
+        batch = [(tid, _raw(t).numpy()) for tid, t in zip(c.input_ids, inputs + target)]
+        return torch.tensor(self._session.step(batch), dtype=c.loss_dtype)
+
+    def _compiled_for(self, inputs, target, structure):
+        """The _Compiled for this batch's signature and the optimizer step's
+        structure (None: an evaluation step), captured and planned on a miss."""
+        key = (_signature(inputs, target), structure)
+        c = self._compiled.get(key)
+        if c is None:
+            c = self._compile(inputs, target, len(inputs), train=structure is not None)
+            self._compiled[key] = c
+        return c
 
     # --- state ---------------------------------------------------------------
 
@@ -335,7 +384,7 @@ class Trainer:
             device=self.device, threads=self.kernel_threads)
         self._active = c
 
-    def _capture_once(self, inputs, target, check_mutations):
+    def _capture_once(self, inputs, target, check_mutations, train):
         """One step of a copy of the model (from the current state) captured;
         the user's model, optimizer and random state are left as they were."""
         cap = self._cap
@@ -344,7 +393,7 @@ class Trainer:
             # The capture's values start from the trained state (its
             # optimizer state is replaced by name in _start).
             model.load_state_dict(self.state_dict())
-        model.train()
+        model.train(train)
         # The user's optimizer class and settings over the copy, at the step
         # it is at (its step scalars are checked against its shadow's).
         opt = self._scalars.like(self.optimizer, self.model, model)
@@ -364,14 +413,18 @@ class Trainer:
                 c = cap.capture_step(model, ins, tgt, self.loss_fn, opt, name, settings, dev,
                                      self.name, "swapadvisor.Trainer",
                                      check_mutations=check_mutations,
-                                     opt_step=self._opt_step + 1)
+                                     opt_step=self._opt_step + 1 if train else None,
+                                     train=train,
+                                     micro_batches=self.micro_batches,
+                                     max_grad_norm=self.max_grad_norm,
+                                     batch_dim=self.batch_dim)
         except self._errors.CaptureError as e:
             raise Error(str(e)) from None
         finally:
             torch.set_rng_state(rng)
         return c
 
-    def _compile(self, inputs, target, num_inputs):
+    def _compile(self, inputs, target, num_inputs, train):
         """Captures one step on a copy of the model and plans it (or takes
         the plan from the cache)."""
         cap = self._cap
@@ -379,7 +432,7 @@ class Trainer:
         # of every op: most of a capture's time); a graph and exec file
         # already captured with it (its .checked mark in the cache) need no
         # second look, anything else is captured again with it.
-        c = self._capture_once(inputs, target, check_mutations=False)
+        c = self._capture_once(inputs, target, check_mutations=False, train=train)
         self.captures += 1
         graph_text = json.dumps(c.graph, separators=(",", ":"), allow_nan=False)
         exec_text = json.dumps(c.exec, separators=(",", ":"), allow_nan=False)
@@ -388,7 +441,7 @@ class Trainer:
         prefix = os.path.join(self.cache_dir, f"{self.name}-{gkey[:16]}-{xkey}")
         os.makedirs(self.cache_dir, exist_ok=True)
         if not os.path.exists(prefix + ".checked"):
-            c = self._capture_once(inputs, target, check_mutations=True)
+            c = self._capture_once(inputs, target, check_mutations=True, train=train)
             # The cache holds content-addressed files only, written whole
             # (another process may read them at any time).
             for suffix, doc in ((".graph.json.gz", c.graph), (".exec.json.gz", c.exec)):
@@ -402,7 +455,14 @@ class Trainer:
         values = [(tid, name, kind, data.contiguous()) for tid, name, kind, data in c.values]
         graph = prefix + ".graph.json.gz"
         p = self._planning
-        pkey = hashlib.sha256(repr((gkey, p["device"], p["budget"], p["memory_fraction"],
+        if self._budget is None:
+            # memory_fraction is of the first captured step's peak; every
+            # later plan (another batch shape, the evaluation step) gets the
+            # same bytes: it is the device's budget.
+            from . import stats as _stats
+            self._budget = p["budget"] if p["budget"] is not None else int(
+                _stats(graph)["peak_live_bytes"] * p["memory_fraction"])
+        pkey = hashlib.sha256(repr((gkey, p["device"], self._budget,
                                     p["time_budget"], p["evaluations"], p["seed"],
                                     _native.__version__)).encode()).hexdigest()[:24]
         plan_path = os.path.join(self.cache_dir, f"plan-{pkey}.json")
@@ -415,8 +475,8 @@ class Trainer:
                 cached = False  # a stale or damaged entry: planned again
         if not cached:
             from . import plan as _plan
-            planning = _plan(graph, device=p["device"], budget=p["budget"],
-                             memory_fraction=p["memory_fraction"], time_budget=p["time_budget"],
+            planning = _plan(graph, device=p["device"], budget=self._budget,
+                             time_budget=p["time_budget"],
                              evaluations=p["evaluations"], threads=p["threads"], seed=p["seed"],
                              progress=p["progress"])
             tmp = plan_path + f".{os.getpid()}.tmp"

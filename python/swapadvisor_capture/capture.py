@@ -118,8 +118,34 @@ def _capture(entry, optimizer, lr, momentum, weight_decay, device, name, align, 
                         autocast=autocast)
 
 
+def micro_batch_split(inputs, target, micro_batches, dim=0):
+    """(inputs, target) of each micro-batch: every tensor chunked along
+    dimension dim (Tensor.chunk); one micro-batch: the batch itself."""
+    if micro_batches == 1:
+        return [(inputs, target)]
+    tgt = target if isinstance(target, tuple) else (target,)
+    short = [t for t in inputs + tgt if t.dim() <= dim]
+    if short:
+        raise CaptureError(f"a batch tensor of shape {tuple(short[0].shape)} has no dimension "
+                           f"{dim} to split in micro-batches (batch_dim)")
+    n = min(t.shape[dim] for t in inputs + tgt)
+    if n < micro_batches:
+        raise CaptureError(f"a batch of {n} cannot be split in {micro_batches} micro-batches")
+    ins = [t.chunk(micro_batches, dim) for t in inputs]
+    tgs = [t.chunk(micro_batches, dim) for t in tgt]
+    k = min(len(c) for c in ins + tgs)
+    if k != micro_batches:
+        raise CaptureError(f"a batch of {n} chunks into {k} micro-batches, not {micro_batches}")
+    out = []
+    for i in range(k):
+        t = tuple(c[i] for c in tgs)
+        out.append((tuple(c[i] for c in ins), t if isinstance(target, tuple) else t[0]))
+    return out
+
+
 def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, name, origin,
-                 align=64, check_mutations=True, seed=0, autocast=None, opt_step=None):
+                 align=64, check_mutations=True, seed=0, autocast=None, opt_step=None,
+                 micro_batches=1, max_grad_norm=None, batch_dim=0, train=True):
     """One step of model (in training mode, on dev) on inputs (a tuple of
     tensors) and target, with opt, an optimizer of this package's
     (make_optimizer) whose state exists, recorded: a Capture. origin says
@@ -129,7 +155,17 @@ def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, na
     opt_step: opt is a torch.optim.SGD, Adam or AdamW (foreach off, state
     made by step_scalars.init_state) taking its step numbered opt_step, and
     the exec file gets its step scalars (step_scalars.py); cap.step_structure
-    is what each step's values fit."""
+    is what each step's values fit.
+
+    micro_batches: the batch split in that many along batch_dim (chunk),
+    each micro-batch's loss divided by their number before its backward
+    (gradients accumulate); the loss is their sum. max_grad_norm: the
+    gradients clipped to that total 2-norm before the optimizer steps
+    (torch.nn.utils.clip_grad_norm_ over model.parameters()).
+
+    train=False: an evaluation step instead, the forward pass and the loss
+    under torch.no_grad() (model in eval mode, opt unused): no backward, no
+    update, nothing written but the loss's own tensors."""
 
     # The state that exists before the iteration.
     registry = {}
@@ -164,21 +200,35 @@ def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, na
 
     try:
         with _no_profiler_markers(), rec:
-            on_phase("forward")
-            with autocast_context(dev.type, autocast):
-                loss = forward_loss(model, inputs, target, loss_fn)
-            loss_info = registry.get(storage_of(loss)._cdata) if isinstance(loss, torch.Tensor) else None
-            loss_geom = None
-            if loss_info is not None:
-                loss_geom = (loss.dtype, list(loss.shape), list(loss.stride()), loss.storage_offset())
-            on_phase("backward")
-            backward(loss, model)
-            on_phase("update")
-            counts = [sum(p.grad is not None for p in g["params"]) for g in opt.param_groups]
-            if opt_step is not None:
-                rec.opt_dispatch = 0
-            opt.step()
-            rec.opt_dispatch = None
+            loss = None
+            if not train:
+                on_phase("forward")
+                with torch.no_grad(), autocast_context(dev.type, autocast):
+                    loss = forward_loss(model, inputs, target, loss_fn, needs_grad=False)
+            for ins, tgt in micro_batch_split(inputs, target, micro_batches, batch_dim) \
+                    if train else ():
+                on_phase("forward")
+                with autocast_context(dev.type, autocast):
+                    part = forward_loss(model, ins, tgt, loss_fn)
+                if micro_batches > 1:
+                    part = part / micro_batches
+                # The step's loss: the micro-batches' (each divided by their
+                # number) added up in order, as loss.detach() would be.
+                loss = part.detach() if loss is None else loss + part.detach()
+                on_phase("backward")
+                backward(part, model)
+            loss_info = registry.get(storage_of(loss)._cdata)
+            loss_geom = (loss.dtype, list(loss.shape), list(loss.stride()), loss.storage_offset())
+            if train:
+                on_phase("update")
+                if max_grad_norm is not None:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+                counts = [sum(p.grad is not None for p in g["params"])
+                          for g in opt.param_groups]
+                if opt_step is not None:
+                    rec.opt_dispatch = 0
+                opt.step()
+                rec.opt_dispatch = None
     finally:
         for h in handles:
             h.remove()
@@ -228,8 +278,9 @@ def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, na
         if math:
             e["dtype"] = math  # graph format 1.2: the math its flops run in
         g_ops.append(e)
-    src = (f"swapadvisor-capture {__version__}: torch {torch.__version__}, one {opt_name} "
-           f"training iteration recorded at the ATen dispatcher on {dev.type} "
+    what = f"one {opt_name} training iteration" if train else "one evaluation step"
+    src = (f"swapadvisor-capture {__version__}: torch {torch.__version__}, {what} "
+           f"recorded at the ATen dispatcher on {dev.type} "
            f"({origin}); bytes are storage bytes rounded up to {align}")
     cap.graph = {"format": "swapadvisor-graph", "version": 1, "name": name, "source": src,
                  "tensors": g_tensors, "ops": g_ops}

@@ -266,9 +266,10 @@ def prepare(setup, device, opt_name, opt_cfg):
     return model, inputs, target, opt
 
 
-def check_loss(loss):
+def check_loss(loss, needs_grad=True):
     """loss_fn's result must be a one-element floating-point tensor that
-    depends on the parameters: what loss.backward() needs."""
+    depends on the parameters: what loss.backward() needs (needs_grad
+    False: an evaluation step's, under no_grad)."""
     if not isinstance(loss, torch.Tensor):
         raise CaptureError(f"loss_fn returned {describe(loss)}, not a tensor; return the loss "
                            "as a one-element floating-point tensor")
@@ -278,18 +279,18 @@ def check_loss(loss):
     if not loss.dtype.is_floating_point:
         raise CaptureError(f"loss_fn returned {describe(loss)}; the loss must be a "
                            "floating-point tensor")
-    if not loss.requires_grad:
+    if needs_grad and not loss.requires_grad:
         raise CaptureError("loss_fn returned a loss that does not require grad (computed under "
                            "torch.no_grad(), detached, or from no trainable parameter); "
                            "compute it from the model's output")
 
 
-def forward_loss(model, inputs, target, loss_fn):
+def forward_loss(model, inputs, target, loss_fn, needs_grad=True):
     """loss_fn(model(*inputs), target), checked (check_loss); an exception
     in the user's code becomes a CaptureError naming it."""
     out = user_call("the model's forward", _FIX_STEP, model, *inputs, model=model)
     loss = user_call("loss_fn", _FIX_STEP, loss_fn, out, target, model=model)
-    check_loss(loss)
+    check_loss(loss, needs_grad)
     return loss
 
 

@@ -26,7 +26,7 @@ constexpr StepId kStart = -1;           // "before the iteration": happens befor
 constexpr TensorId kFree = -1;          // tenant of a free object
 constexpr int kDropSlot = kNumStreams;  // touch slot of drops (after the streams)
 
-using Clock = std::array<int32_t, kNumStreams>;
+using VectorClock = std::array<int32_t, kNumStreams>;
 
 std::string_view verb(Access a) {
   switch (a) {
@@ -104,8 +104,8 @@ class Verifier {
   // ---- happens-before ----
   bool hb(StepId a, StepId b) const {
     if (a == kStart || a == b) return true;
-    const Clock& ca = clock_[a];
-    const Clock& cb = clock_[b];
+    const VectorClock& ca = clock_[a];
+    const VectorClock& cb = clock_[b];
     for (int k = 0; k < kNumStreams; ++k)
       if (ca[k] > cb[k]) return false;
     return true;
@@ -171,7 +171,7 @@ class Verifier {
   std::vector<int32_t> last_pos_;   // per tensor: last position accessing it, -1 if none
   std::vector<int32_t> remaining_;  // per tensor: accesses not yet run
   std::vector<ObjectId> init_obj_;  // per tensor: its initial_resident object or -1
-  std::vector<Clock> clock_;        // per step
+  std::vector<VectorClock> clock_;        // per step
 
   // Tensor state during the walk.
   std::vector<int32_t> ver_;         // latest version
@@ -599,7 +599,7 @@ bool Verifier::order() {
   last.fill(-1);
   for (StepId s = 0; s < p_.num_steps(); ++s) {
     const Stream stream = stream_of(g_, p_.steps[s]);
-    Clock c{};
+    VectorClock c{};
     if (stream != Stream::kNone && last[static_cast<int>(stream)] >= 0)
       c = clock_[last[static_cast<int>(stream)]];
     for (StepId w : p_.waits_of(s))

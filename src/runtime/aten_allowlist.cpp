@@ -38,6 +38,10 @@ constexpr auto kAllowed = std::to_array<AllowedAtenOp>({
     {"aten::_adaptive_avg_pool2d", kPool},
     {"aten::_adaptive_avg_pool2d_backward", kPool},
     {"aten::_batch_norm_with_update", kNorm},
+    // torch 2.x's clip_grad_norm_ on the CPU: per-gradient norms and the
+    // clipping factor applied to every gradient.
+    {"aten::_foreach_mul_", kElementwise},
+    {"aten::_foreach_norm", kReduction},
     {"aten::_log_softmax", kLoss},
     {"aten::_log_softmax_backward_data", kLoss},
     {"aten::_native_batch_norm_legit", kNorm},

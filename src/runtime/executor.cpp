@@ -26,7 +26,7 @@ std::string tensor_label(const Graph& g, TensorId t) {
   return x.name.empty() ? fmt::format("tensor {}", t) : fmt::format("tensor {} '{}'", t, x.name);
 }
 
-std::string op_label(const Graph& g, OpId o) {
+std::string op_named(const Graph& g, OpId o) {
   const Op& op = g.ops[o];
   return op.name.empty() ? fmt::format("op {} ({})", o, op.type)
                          : fmt::format("op {} '{}' ({})", o, op.name, op.type);
@@ -420,7 +420,7 @@ class Executor {
         fail(
             fmt::format("{}: {} {} {}: checksum {:016x}, the reference run's is {:016x} (it read a "
                         "stale, misplaced or partly copied buffer)",
-                        label, op_label(g_, o), is_output ? "created" : "updated",
+                        label, op_named(g_, o), is_output ? "created" : "updated",
                         tensor_label(g_, t), slots[s], want[s]));
         return;
       }

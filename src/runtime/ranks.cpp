@@ -67,7 +67,7 @@ struct Failure {
 };
 
 // What main() would print for this error (cli/main.cpp), without its prefix.
-Failure describe(std::exception_ptr error) {
+Failure failure_of(std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
   } catch (const Error& e) {
@@ -320,7 +320,7 @@ void checkpoint(const RunFingerprint* fingerprint, std::exception_ptr error) {
   g_phase = Phase::kBefore;
   Checkpoint mine;
   if (error) {
-    const Failure f = describe(error);
+    const Failure f = failure_of(error);
     mine.failed = 1;
     mine.internal = f.internal;
     put(mine.message, f.message);
@@ -390,7 +390,7 @@ void run_rank(const std::function<void()>& command) {
       }
       SA_CHECK(false, "a checkpoint passed with this rank's error");
     }
-    const Failure f = describe(error);
+    const Failure f = failure_of(error);
     if (g_phase == Phase::kAfter) {  // collectives over: leave as one rank would
       if (f.internal) throw;
       throw Error(fmt::format("{}: {}", rank_label(g_ranks.rank), f.message));

@@ -5,10 +5,6 @@
 namespace sa::zoo {
 namespace {
 
-double d(int64_t v) {
-  return static_cast<double>(v);
-}
-
 Shape with_last(Shape s, int64_t last) {
   s.back() = last;
   return s;

@@ -17,6 +17,11 @@
 
 namespace sa::zoo {
 
+// An element or byte count as the double the cost formulas take.
+inline double d(int64_t v) {
+  return static_cast<double>(v);
+}
+
 struct ConvSpec {
   int64_t out_channels = 0;
   int kh = 1, kw = 1;

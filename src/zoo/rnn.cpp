@@ -32,10 +32,6 @@ namespace {
 constexpr int kDefaultSeqLen = 220;  // see docs/zoo.md: fits Table 1's memory
 constexpr int64_t kVocab = 10000;    // Penn Treebank's word vocabulary
 
-double d(int64_t v) {
-  return static_cast<double>(v);
-}
-
 struct LstmWeights {
   Var w_ih, w_hh, b_ih, b_hh;
 };

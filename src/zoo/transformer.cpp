@@ -15,10 +15,6 @@
 namespace sa::zoo {
 namespace {
 
-double d(int64_t v) {
-  return static_cast<double>(v);
-}
-
 // x [B, S, H] + pos [S, H], broadcast over the batch.
 Var add_positions(Builder& b, const Var& x, const Var& pos) {
   Var y = b.fresh(x.shape);

@@ -15,6 +15,11 @@ Cases:
                ExponentialLR, CosineAnnealingLR, OneCycleLR, which changes
                beta1 too): bit-equal to eager with one capture, the
                schedule's values given as step scalars.
+  accumulate   AdamW + cosine schedule + gradient clipping + 2 micro-batches,
+               and SGD with clipping that bites + 4 micro-batches: 8 steps
+               bit-equal to the eager loop Trainer's docstring gives.
+  eval         eval_step between training steps equals eager's model.eval()
+               under no_grad, and training goes on as eager's.
   state        tied weights (one tensor under two state_dict names) and
                load_state_dict between steps, as eager PyTorch.
   mistakes     what a user can get wrong is a swapadvisor.Error with one
@@ -76,6 +81,27 @@ def eager(model, opt, loss_fn, batches, sched=None):
         if sched:
             sched.step()
         losses.append(loss.detach())
+    return losses
+
+
+def eager_full(model, opt, loss_fn, batches, sched=None, micro_batches=1, max_grad_norm=None):
+    """The step Trainer's docstring gives: micro-batches, clipping, a schedule."""
+    losses = []
+    for x, y in batches:
+        opt.zero_grad(set_to_none=True)
+        loss = None
+        for xc, yc in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
+            part = loss_fn(model(xc), yc)
+            if micro_batches > 1:
+                part = part / micro_batches
+            loss = part.detach() if loss is None else loss + part.detach()
+            part.backward()
+        if max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+        opt.step()
+        if sched:
+            sched.step()
+        losses.append(loss)
     return losses
 
 
@@ -195,6 +221,73 @@ def case_schedule(sa, cache):
               (f" (differs: {bad})" if bad else ""))
 
 
+def case_accumulate(sa, cache):
+    """AdamW + a cosine schedule + clipping + 2 micro-batches (issue 27's
+    recipe), and clipping that bites (a small max norm) with SGD."""
+    loss_fn = torch.nn.CrossEntropyLoss()
+    batches = list(loader(n=128, batch=16))  # 8 batches
+    runs = [
+        ("AdamW + cosine + clip 1.0 + 2 micro-batches",
+         lambda m: torch.optim.AdamW(m.parameters(), lr=3e-3, weight_decay=0.05),
+         lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=8), 2, 1.0),
+        ("SGD + clip 0.05 (every step clipped) + 4 micro-batches",
+         lambda m: torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9),
+         lambda o: None, 4, 0.05),
+    ]
+    for i, (what, make_opt, make_sched, mb, clip) in enumerate(runs):
+        ref, mine = twins(10 + i)
+        ref_opt = make_opt(ref)
+        want = eager_full(ref, ref_opt, loss_fn, batches, make_sched(ref_opt), mb, clip)
+        opt = make_opt(mine)
+        sched = make_sched(opt)
+        tr = sa.Trainer(mine, opt, loss_fn, memory_fraction=0.6, cache_dir=cache, time_budget=2,
+                        threads=1, micro_batches=mb, max_grad_norm=clip)
+        got = []
+        for x, y in batches:
+            got.append(tr.step(x, y))
+            if sched:
+                sched.step()
+        check(all(torch.equal(a, b) for a, b in zip(got, want)),
+              f"{what}: 8 losses equal eager's bit for bit (last {got[-1].item():.7f} / "
+              f"{want[-1].item():.7f})")
+        bad = same_state(tr.state_dict(), ref.state_dict())
+        check(not bad, f"{what}: the final state_dict equals eager's" +
+              (f" (differs: {bad})" if bad else ""))
+        check(tr.captures == 1, f"{what}: one capture (got {tr.captures})")
+
+
+def case_eval(sa, cache):
+    """eval_step between training steps: the loss of the model as trained so
+    far (batch norm on its running statistics, no update), as eager's
+    model.eval() under torch.no_grad(); training goes on after it."""
+    ref, mine = twins(20)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    batches = list(loader(n=96, batch=16))
+    held_out = list(loader(n=40, batch=20, seed=8))
+    ref_opt = torch.optim.AdamW(ref.parameters(), lr=3e-3)
+    opt = torch.optim.AdamW(mine.parameters(), lr=3e-3)
+    tr = sa.Trainer(mine, opt, loss_fn, memory_fraction=0.6, cache_dir=cache, time_budget=2,
+                    threads=1)
+    want, got = [], []
+    for epoch in range(2):
+        want += eager(ref, ref_opt, loss_fn, batches[3 * epoch:3 * epoch + 3])
+        got += [tr.step(x, y) for x, y in batches[3 * epoch:3 * epoch + 3]]
+        ref.eval()
+        with torch.no_grad():
+            want += [loss_fn(ref(x), y) for x, y in held_out]
+        ref.train()
+        got += [tr.eval_step(x, y) for x, y in held_out]
+    check(all(torch.equal(a, b) for a, b in zip(got, want)),
+          f"6 training and 4 evaluation losses equal eager's bit for bit "
+          f"({', '.join(f'{t.item():.5f}' for t in got[3:5])} evaluated after 3 steps)")
+    bad = same_state(tr.state_dict(), ref.state_dict())
+    check(not bad, "the final state_dict equals eager's (evaluation changed nothing)" +
+          (f" (differs: {bad})" if bad else ""))
+    check(tr.captures == 2 and tr.steps == 6,
+          f"one capture for training, one for evaluation; 6 steps (got {tr.captures}, "
+          f"{tr.steps})")
+
+
 class Tied(torch.nn.Module):
     """A language model whose output layer shares the embedding's weight."""
 
@@ -292,7 +385,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", required=True, help="the build tree's python/ directory")
     ap.add_argument("--case", required=True,
-                    choices=["equivalence", "schedule", "state", "mistakes"])
+                    choices=["equivalence", "schedule", "accumulate", "eval", "state",
+                             "mistakes"])
     a = ap.parse_args()
     sys.path.insert(0, a.python)
     import swapadvisor as sa
@@ -301,6 +395,7 @@ def main():
         sys.exit(77)
     with tempfile.TemporaryDirectory(prefix="sa_trainer_") as cache:
         {"equivalence": case_equivalence, "schedule": case_schedule, "state": case_state,
+         "accumulate": case_accumulate, "eval": case_eval,
          "mistakes": case_mistakes}[a.case](sa, cache)
     if failures:
         print(f"{len(failures)} check(s) failed")
