@@ -117,13 +117,18 @@ class Trainer:
     evaluations, threads, seed: the search's, as swapadvisor.plan's.
     cache_dir: where captures and plans are kept (default_cache_dir()).
     kernel_threads: libtorch's intra-op threads in the run (0: its default).
+    micro_batches, batch_dim: gradient accumulation over that many chunks of
+    the batch along batch_dim. max_grad_norm: gradient clipping. autocast:
+    "bf16" runs the forward pass and the loss under torch.autocast (the
+    casts it makes are recorded ops).
 
     The step, as eager PyTorch would run it (what trains bit for bit):
 
         optimizer.zero_grad(set_to_none=True)
         loss = None
         for xs, y in chunks:              # x.chunk(micro_batches, batch_dim), y's too
-            part = loss_fn(model(*xs), y)
+            with torch.autocast(device, dtype):   # when autocast is "bf16" or "fp16"
+                part = loss_fn(model(*xs), y)
             if micro_batches > 1:
                 part = part / micro_batches
             loss = part.detach() if loss is None else loss + part.detach()
@@ -136,7 +141,8 @@ class Trainer:
     def __init__(self, model, optimizer, loss_fn, *, budget=None, memory_fraction=None,
                  device="cpu", profile="v100-16gb", time_budget=10, evaluations=None,
                  threads=0, seed=1, cache_dir=None, kernel_threads=0, progress=False,
-                 name=None, micro_batches=1, max_grad_norm=None, batch_dim=0):
+                 name=None, micro_batches=1, max_grad_norm=None, batch_dim=0,
+                 autocast=None):
         if not isinstance(model, torch.nn.Module):
             raise Error(f"model: expected a torch.nn.Module, got {type(model).__name__}")
         if not callable(loss_fn):
@@ -155,6 +161,12 @@ class Trainer:
             raise Error(f"max_grad_norm: a finite number > 0 (or None), got {max_grad_norm!r}")
         if isinstance(batch_dim, bool) or not isinstance(batch_dim, int) or batch_dim < 0:
             raise Error(f"batch_dim: a dimension >= 0, got {batch_dim!r}")
+        if autocast not in (None, "bf16", "fp16"):
+            raise Error(f"autocast: None, \"bf16\" or \"fp16\", got {autocast!r}")
+        if autocast == "fp16" and device == "cpu":
+            raise Error("autocast: the CPU autocasts to bf16 only (and fp16 training needs "
+                        "GradScaler, which the Trainer does not take yet); use autocast=\"bf16\"")
+        self.autocast = autocast
         self.micro_batches = micro_batches
         self.batch_dim = batch_dim
         self.max_grad_norm = None if max_grad_norm is None else float(max_grad_norm)
@@ -417,7 +429,7 @@ class Trainer:
                                      train=train,
                                      micro_batches=self.micro_batches,
                                      max_grad_norm=self.max_grad_norm,
-                                     batch_dim=self.batch_dim)
+                                     batch_dim=self.batch_dim, autocast=self.autocast)
         except self._errors.CaptureError as e:
             raise Error(str(e)) from None
         finally:

@@ -16,8 +16,9 @@ Cases:
                beta1 too): bit-equal to eager with one capture, the
                schedule's values given as step scalars.
   accumulate   AdamW + cosine schedule + gradient clipping + 2 micro-batches,
-               and SGD with clipping that bites + 4 micro-batches: 8 steps
-               bit-equal to the eager loop Trainer's docstring gives.
+               SGD with clipping that bites + 4 micro-batches, and AdamW under
+               bf16 autocast: 8 steps bit-equal to the eager loop Trainer's
+               docstring gives.
   eval         eval_step between training steps equals eager's model.eval()
                under no_grad, and training goes on as eager's.
   state        tied weights (one tensor under two state_dict names) and
@@ -84,14 +85,16 @@ def eager(model, opt, loss_fn, batches, sched=None):
     return losses
 
 
-def eager_full(model, opt, loss_fn, batches, sched=None, micro_batches=1, max_grad_norm=None):
+def eager_full(model, opt, loss_fn, batches, sched=None, micro_batches=1, max_grad_norm=None,
+               autocast=None):
     """The step Trainer's docstring gives: micro-batches, clipping, a schedule."""
     losses = []
     for x, y in batches:
         opt.zero_grad(set_to_none=True)
         loss = None
         for xc, yc in zip(x.chunk(micro_batches), y.chunk(micro_batches)):
-            part = loss_fn(model(xc), yc)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast == "bf16"):
+                part = loss_fn(model(xc), yc)
             if micro_batches > 1:
                 part = part / micro_batches
             loss = part.detach() if loss is None else loss + part.detach()
@@ -232,16 +235,20 @@ def case_accumulate(sa, cache):
          lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=8), 2, 1.0),
         ("SGD + clip 0.05 (every step clipped) + 4 micro-batches",
          lambda m: torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9),
-         lambda o: None, 4, 0.05),
+         lambda o: None, 4, 0.05, None),
+        ("AdamW + bf16 autocast + clip 1.0 + 2 micro-batches",
+         lambda m: torch.optim.AdamW(m.parameters(), lr=3e-3),
+         lambda o: None, 2, 1.0, "bf16"),
     ]
-    for i, (what, make_opt, make_sched, mb, clip) in enumerate(runs):
+    runs[0] += (None,)
+    for i, (what, make_opt, make_sched, mb, clip, amp) in enumerate(runs):
         ref, mine = twins(10 + i)
         ref_opt = make_opt(ref)
-        want = eager_full(ref, ref_opt, loss_fn, batches, make_sched(ref_opt), mb, clip)
+        want = eager_full(ref, ref_opt, loss_fn, batches, make_sched(ref_opt), mb, clip, amp)
         opt = make_opt(mine)
         sched = make_sched(opt)
         tr = sa.Trainer(mine, opt, loss_fn, memory_fraction=0.6, cache_dir=cache, time_budget=2,
-                        threads=1, micro_batches=mb, max_grad_norm=clip)
+                        threads=1, micro_batches=mb, max_grad_norm=clip, autocast=amp)
         got = []
         for x, y in batches:
             got.append(tr.step(x, y))
@@ -373,6 +380,23 @@ def case_mistakes(sa, cache):
     rms = torch.optim.RMSprop(net.parameters(), lr=0.1)
     expect_error(sa, "an optimizer it cannot record", ["RMSprop", "SGD, Adam and AdamW"],
                  lambda: sa.Trainer(net, rms, loss_fn, budget="1MiB", cache_dir=cache))
+    for kw, words in ((dict(micro_batches=0), ["micro_batches", ">= 1"]),
+                      (dict(micro_batches=2.0), ["micro_batches"]),
+                      (dict(max_grad_norm=-1.0), ["max_grad_norm", "> 0"]),
+                      (dict(max_grad_norm=float("inf")), ["max_grad_norm", "finite"]),
+                      (dict(batch_dim=-1), ["batch_dim"]),
+                      (dict(autocast="fp16"), ["bf16 only", "GradScaler"]),
+                      (dict(autocast="int8"), ["autocast"])):
+        expect_error(sa, f"Trainer({', '.join(f'{k}={v!r}' for k, v in kw.items())})", words,
+                     lambda kw=kw: sa.Trainer(net, sgd, loss_fn, budget="1MiB", cache_dir=cache,
+                                              **kw))
+    ams = torch.optim.Adam(net.parameters(), lr=0.1, amsgrad=True)
+    expect_error(sa, "Adam with amsgrad", ["amsgrad=True", "amsgrad=False"],
+                 lambda: sa.Trainer(net, ams, loss_fn, budget="1MiB", cache_dir=cache))
+    tr4 = sa.Trainer(net, sgd, loss_fn, memory_fraction=0.5, cache_dir=cache, time_budget=1,
+                     threads=1, micro_batches=4)
+    expect_error(sa, "a batch too small for its micro-batches", ["3", "4 micro-batches"],
+                 lambda: tr4.step(torch.randn(3, 32), torch.zeros(3, dtype=torch.long)))
     tr = sa.Trainer(net, sgd, loss_fn, memory_fraction=0.5, cache_dir=cache, time_budget=1,
                     threads=1)
     expect_error(sa, "a batch that is not tensors", ["tensor"],
