@@ -20,7 +20,26 @@ message the program prints after "swapadvisor: error: ".
 
 import warnings as _warnings
 
-from . import _args, _native
+
+def _preload_mpi():
+    """Under mpirun, OpenMPI's plugins look for libmpi's symbols globally;
+    a Python extension's libraries load locally (RTLD_LOCAL), so MPI_Init
+    would fail to open them. Loading libmpi globally first, as mpi4py does,
+    avoids it (data-parallel Trainer, Note [Ranks])."""
+    import ctypes
+    import os
+    if not (os.environ.get("OMPI_COMM_WORLD_SIZE") or os.environ.get("PMIX_RANK")):
+        return
+    for name in ("libmpi.so.40", "libmpi.so"):
+        try:
+            ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL)
+            return
+        except OSError:
+            pass
+
+
+_preload_mpi()
+from . import _args, _native  # noqa: E402
 from ._native import Error
 from ._results import PlanResult, fields as _fields
 

@@ -91,6 +91,30 @@ def _raw(t):
     return t.contiguous().reshape(-1).view(torch.uint8)
 
 
+def _write_whole(path, text):
+    """path holds text, written whole (another process may read it at any
+    time: the cache is content-addressed)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _abort_job_on_uncaught_exceptions():
+    """Data-parallel: an exception no one catches on one rank ends every
+    rank (after its traceback), instead of leaving the others waiting for
+    it in a collective (Note [Trainer ranks])."""
+    if getattr(sys.excepthook, "_swapadvisor", False):
+        return
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        previous(kind, value, tb)
+        _native.abort_job(1)
+    hook._swapadvisor = True
+    sys.excepthook = hook
+
+
 class _Compiled:
     """One batch signature's capture and plan: the files a session runs."""
 
@@ -116,6 +140,8 @@ class Trainer:
     built-in name or a file from `swapadvisor bandwidth`). time_budget,
     evaluations, threads, seed: the search's, as swapadvisor.plan's.
     cache_dir: where captures and plans are kept (default_cache_dir()).
+    data_parallel: under `mpirun -np N`, train data-parallel on N ranks
+    (Note [Trainer ranks]); attributes rank and ranks.
     kernel_threads: libtorch's intra-op threads in the run (0: its default).
     micro_batches, batch_dim: gradient accumulation over that many chunks of
     the batch along batch_dim. max_grad_norm: gradient clipping. autocast:
@@ -142,7 +168,7 @@ class Trainer:
                  device="cpu", profile="v100-16gb", time_budget=10, evaluations=None,
                  threads=0, seed=1, cache_dir=None, kernel_threads=0, progress=False,
                  name=None, micro_batches=1, max_grad_norm=None, batch_dim=0,
-                 autocast=None):
+                 autocast=None, data_parallel=False):
         if not isinstance(model, torch.nn.Module):
             raise Error(f"model: expected a torch.nn.Module, got {type(model).__name__}")
         if not callable(loss_fn):
@@ -199,6 +225,11 @@ class Trainer:
                 break
         self._compiled = {}       # (batch signature, step structure) -> _Compiled
         self._budget = None       # the budget in bytes (or as given), once resolved
+        # Data-parallel (Note [Trainer ranks]): this process's rank and the
+        # job's size under mpirun; (0, 1) otherwise.
+        self.rank, self.ranks = _native.init_ranks() if data_parallel else (0, 1)
+        if self.ranks > 1:
+            _abort_job_on_uncaught_exceptions()
         self._session = None
         self._active = None       # the _Compiled the session runs
         self._state = None        # name -> uint8 CPU tensor, when no session runs
@@ -213,17 +244,21 @@ class Trainer:
         """One training step on this batch: forward, loss, backward and the
         optimizer's update, run by the executor on the plan. Returns the loss
         as a 0-dim tensor (what loss.detach() would be)."""
-        inputs = _tensors(inputs, "inputs")
-        target = _tensors(target, "target")
-        self._check_optimizer()
-        # This step's step scalars (the optimizer's per-step arguments, Note
-        # [Step scalars]) from the optimizer's settings now: a learning-rate
-        # schedule needs no new capture; a change of the step's structure does.
-        try:
-            structure, scalars = self._shadow.step_values(self.optimizer.param_groups,
-                                                          self._opt_step + 1)
-        except self._errors.CaptureError as e:
-            raise Error(f"optimizer: {e}") from None
+        with self._agreed("step"):
+            inputs = _tensors(inputs, "inputs")
+            target = _tensors(target, "target")
+            self._check_optimizer()
+            # This step's step scalars (the optimizer's per-step arguments,
+            # Note [Step scalars]) from the optimizer's settings now: a
+            # learning-rate schedule needs no new capture; a change of the
+            # step's structure does.
+            try:
+                structure, scalars = self._shadow.step_values(self.optimizer.param_groups,
+                                                              self._opt_step + 1)
+            except self._errors.CaptureError as e:
+                raise Error(f"optimizer: {e}") from None
+        self._agree(f"step {self.steps}: batch {_signature(inputs, target)}, optimizer step "
+                    f"{hashlib.sha256(repr(structure).encode()).hexdigest()[:16]}")
         c = self._compiled_for(inputs, target, structure)
         if self._active is not c:
             self._start(c)
@@ -246,8 +281,10 @@ class Trainer:
         their own (a session of their own: switching between step() and
         eval_step() ends one session and starts the other, so evaluate a
         whole validation set at once). Returns a 0-dim tensor."""
-        inputs = _tensors(inputs, "inputs")
-        target = _tensors(target, "target")
+        with self._agreed("eval_step"):
+            inputs = _tensors(inputs, "inputs")
+            target = _tensors(target, "target")
+        self._agree(f"eval_step: batch {_signature(inputs, target)}")
         c = self._compiled_for(inputs, target, None)
         if self._active is not c:
             self._start(c)
@@ -333,6 +370,38 @@ class Trainer:
 
     # --- internals -----------------------------------------------------------
 
+    # Note [Trainer ranks]
+    # --------------------
+    # Trainer(data_parallel=True) under `mpirun -np N python train.py`: every
+    # rank runs the same script on its own batches (a DistributedSampler's
+    # share), with the same batch shapes in the same order and the same
+    # initial parameters (checked). Each rank captures its step; rank 0 plans
+    # it for N ranks (plan/data_parallel.h: the gradients all-reduced) and
+    # sends the plan to the others; each rank's session averages the
+    # gradients over the ranks (MPI, Note [ATen data parallelism]), so every
+    # rank's parameters and optimizer state stay equal, as with
+    # DistributedDataParallel (buffers stay each rank's own, as with its
+    # broadcast_buffers=False). The ranks agree before every step on what
+    # they run (runtime::agree): a rank whose batch shape or optimizer step
+    # differs, or that failed, ends the step on every rank with one message;
+    # an uncaught exception on one rank ends the job (MPI_Abort) instead of
+    # leaving the others waiting.
+
+    @contextlib.contextmanager
+    def _agreed(self, what):
+        """Runs the block; an error in it is taken to the ranks' next
+        agreement, so that every rank raises it (one rank: raised as is)."""
+        try:
+            yield
+        except Error as e:
+            if self.ranks > 1:
+                _native.agree(what, str(e))  # raises on every rank
+            raise
+
+    def _agree(self, what):
+        if self.ranks > 1:
+            _native.agree(what)
+
     def _check_optimizer(self):
         # Checked when a param group's settings or parameters change (checking
         # it all takes about 0.4 ms a step on the Transformer LM).
@@ -390,6 +459,15 @@ class Trainer:
                                     f"capture's {data.numel()}")
                     data = raw
                 entries.append((tid, name, kind, data))
+        if self.ranks > 1 and not getattr(self, "_params_agreed", False):
+            h = hashlib.sha256()
+            for _tid, name, kind, data in sorted(entries, key=lambda e: e[1]):
+                if kind == "param":
+                    h.update(name.encode())
+                    h.update(data.numpy().tobytes())
+            self._agree("initial parameters (every rank must start from the same: seed torch "
+                        f"before building the model), sha256 {h.hexdigest()[:16]}")
+            self._params_agreed = True
         self._session = _native.Session(
             c.graph, c.plan, c.exec,
             [(tid, name, kind, data.numpy()) for tid, name, kind, data in entries],
@@ -444,7 +522,8 @@ class Trainer:
         # of every op: most of a capture's time); a graph and exec file
         # already captured with it (its .checked mark in the cache) need no
         # second look, anything else is captured again with it.
-        c = self._capture_once(inputs, target, check_mutations=False, train=train)
+        with self._agreed("capture"):
+            c = self._capture_once(inputs, target, check_mutations=False, train=train)
         self.captures += 1
         graph_text = json.dumps(c.graph, separators=(",", ":"), allow_nan=False)
         exec_text = json.dumps(c.exec, separators=(",", ":"), allow_nan=False)
@@ -474,27 +553,25 @@ class Trainer:
             from . import stats as _stats
             self._budget = p["budget"] if p["budget"] is not None else int(
                 _stats(graph)["peak_live_bytes"] * p["memory_fraction"])
-        pkey = hashlib.sha256(repr((gkey, p["device"], self._budget,
+        # Data-parallel: every rank captured the same graph; rank 0's plan
+        # (for N ranks when training) runs on all of them.
+        ranks = self.ranks if train else 1
+        self._agree(f"captured graph {gkey[:16]}")
+        pkey = hashlib.sha256(repr((gkey, p["device"], self._budget, ranks,
                                     p["time_budget"], p["evaluations"], p["seed"],
                                     _native.__version__)).encode()).hexdigest()[:24]
         plan_path = os.path.join(self.cache_dir, f"plan-{pkey}.json")
-        cached = os.path.exists(plan_path)
-        if cached:
-            try:
-                _native.verify(_args.graph_source(graph, None, None, "sgd", None, "fp32"),
-                               plan_path, "")
-            except Error:
-                cached = False  # a stale or damaged entry: planned again
-        if not cached:
-            from . import plan as _plan
-            planning = _plan(graph, device=p["device"], budget=self._budget,
-                             time_budget=p["time_budget"],
-                             evaluations=p["evaluations"], threads=p["threads"], seed=p["seed"],
-                             progress=p["progress"])
-            tmp = plan_path + f".{os.getpid()}.tmp"
-            planning.save(tmp)
-            os.replace(tmp, plan_path)
-            self.plans_searched += 1
+        with self._agreed("plan"):
+            if self.rank == 0:
+                self._plan_into(graph, plan_path, ranks)
+        if self.ranks > 1:
+            text = ""
+            if self.rank == 0:
+                with open(plan_path) as f:
+                    text = f.read()
+            text = _native.broadcast_text(text)
+            if self.rank != 0:
+                _write_whole(plan_path, text)
         ids = {t["name"]: t["id"] for t in c.graph["tensors"] if t["kind"] == "input"}
         names = ["input" if num_inputs == 1 else f"input.{i}" for i in range(num_inputs)]
         names += ["target"] if len(target) == 1 else [f"target.{i}" for i in range(len(target))]
@@ -505,6 +582,25 @@ class Trainer:
         loss_dtype = getattr(torch, c.exec["loss"]["value"]["dtype"], torch.float32)
         return _Compiled(graph, plan_path, prefix + ".exec.json.gz", values,
                          [ids[n] for n in names], loss_dtype)
+
+    def _plan_into(self, graph, plan_path, ranks):
+        """The plan for graph at plan_path: the cached one when it verifies,
+        else one searched now (and cached)."""
+        p = self._planning
+        if os.path.exists(plan_path):
+            try:
+                _native.verify(_args.graph_source(graph, None, None, "sgd", None, "fp32"),
+                               plan_path, "")
+                return
+            except Error:
+                pass  # a stale or damaged entry: planned again
+        from . import plan as _plan
+        planning = _plan(graph, device=p["device"], budget=self._budget,
+                         time_budget=p["time_budget"], evaluations=p["evaluations"],
+                         threads=p["threads"], seed=p["seed"], progress=p["progress"],
+                         data_parallel=ranks)
+        _write_whole(plan_path, planning.plan_json)
+        self.plans_searched += 1
 
     def __del__(self):
         try:

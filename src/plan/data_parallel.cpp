@@ -129,9 +129,15 @@ Graph data_parallel_graph(const Graph& g, const DataParallel& dp, const DevicePr
       if (k == TensorKind::kParam && a == Access::kUpdate) param[t] = 1;
     });
   }
-  // Gradients: after their last write outside the optimizer.
-  const std::vector<Item> grads =
-      items_of(g, grad, [&](OpId o, Access a) { return !optimizer[o] && a != Access::kRead; });
+  // Gradients: after their last write in the backward pass, as DDP reduces
+  // them when the backward pass is done. Writes of the update phase that
+  // are not the optimizer's - gradient clipping's scaling - come after the
+  // reduction: they work on the average, as on every rank of a DDP job
+  // (before, clipping scaled each rank's own gradients, then they were
+  // averaged).
+  const std::vector<Item> grads = items_of(g, grad, [&](OpId o, Access a) {
+    return !optimizer[o] && a != Access::kRead && g.ops[o].phase != Phase::kUpdate;
+  });
   const auto reduce = make_buckets(g, grads, dp.shard_optimizer ? kReduceScatter : kAllReduce,
                                    Phase::kBackward, dp, d);
   std::vector<std::pair<OpId, Op>> gather;

@@ -18,6 +18,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "api/source.h"
+#include "cost/device.h"
 #include "graph/graph_io.h"
 #include "plan/plan_io.h"
 #include "plan/verify.h"
@@ -25,6 +27,7 @@
 #include "runtime/aten_kernels.h"
 #include "runtime/aten_program.h"
 #include "runtime/aten_session.h"
+#include "runtime/ranks.h"
 #include "runtime/values_file.h"
 #include "util/error.h"
 
@@ -68,16 +71,30 @@ std::unique_ptr<AtenSession> open_session(const std::string& graph_path,
   else
     given = values_from(values.cast<ValueList>());
   py::gil_scoped_release unlocked;
-  Graph g = read_graph(graph_path);
-  Plan p = read_plan(g, plan_path);
+  const Graph captured = read_graph(graph_path);
+  // A data-parallel plan is one rank's: the graph with its all-reduces
+  // spliced in (Note [ATen data parallelism]); the values are the captured
+  // graph's, whose name it keeps.
+  api::GraphAndPlan gp = api::read_graph_and_plan(captured, plan_path, load_device("v100-16gb"));
+  Graph g = std::move(gp.graph);
+  Plan p = std::move(gp.plan);
+  g.name = captured.name;
   const VerifyResult v = verify_plan(g, p);
   if (!v.ok) throw Error(fmt::format("{}: invalid plan: {}", plan_path, v.violation));
-  runtime::AtenProgram program = runtime::read_aten_program(exec_path, g);
+  runtime::AtenProgram program = runtime::read_aten_program(exec_path, captured);
+  if (p.data_parallel.active()) program = runtime::with_collectives(program, g);
   runtime::ValuesFile state = given ? std::move(*given) : runtime::read_values_file(values_path);
   runtime::check_values_against(state, g, values_path, program.storage_bytes);
   runtime::AtenOptions o;
   o.device = device;
   o.threads = threads;
+  if (p.data_parallel.active())
+    o.all_reduce_mean = [](void* data, int64_t n, int elem_bytes) {
+      if (elem_bytes == 8)
+        runtime::all_reduce_mean(std::span<double>(static_cast<double*>(data), n));
+      else
+        runtime::all_reduce_mean(std::span<float>(static_cast<float*>(data), n));
+    };
   return std::make_unique<AtenSession>(std::move(g), std::move(p), std::move(program),
                                        std::move(state), std::move(o));
 }
@@ -128,6 +145,27 @@ void bind_session(py::module_& m) {
       .def("finish", &finish)
       .def_property_readonly("steps", &AtenSession::steps)
       .def_property_readonly("step_wall_us", &step_wall_us);
+  // Data-parallel training under mpirun (Note [Ranks], Note [Rank failures]).
+  m.def("init_ranks", [] {
+    const runtime::RankInfo r = runtime::init_ranks();
+    return std::make_pair(r.rank, r.size);
+  });
+  m.def("have_mpi", &runtime::have_mpi);
+  m.def(
+      "agree",
+      [](const std::string& what, const std::optional<std::string>& error) {
+        py::gil_scoped_release unlocked;
+        runtime::agree(what, error ? std::make_exception_ptr(Error(*error)) : nullptr);
+      },
+      py::arg("what"), py::arg("error") = std::nullopt);
+  m.def(
+      "broadcast_text",
+      [](const std::string& text) {
+        py::gil_scoped_release unlocked;
+        return runtime::broadcast_text(text);
+      },
+      py::arg("text"));
+  m.def("abort_job", &runtime::abort_job, py::arg("status"));
   // Whether the ATen kernels load (a build with libtorch), and why not.
   m.def("aten_available", &runtime::aten_available);
   m.def("aten_unavailable_reason", &runtime::aten_unavailable_reason);

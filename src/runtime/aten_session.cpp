@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/ranks.h"
 #include "util/error.h"
 
 namespace sa::runtime {
@@ -60,6 +61,9 @@ void AtenSession::run() {
     final_ = std::move(r.final_state);
     result_ = std::move(r.run);
   } catch (...) {
+    // Data-parallel: during the collectives the other ranks would wait for
+    // this one forever (Note [Rank failures]).
+    end_job_if_in_collectives(std::current_exception());
     std::lock_guard<std::mutex> lock(m_);
     error_ = std::current_exception();
   }

@@ -390,21 +390,66 @@ void run_rank(const std::function<void()>& command) {
       }
       SA_CHECK(false, "a checkpoint passed with this rank's error");
     }
-    const Failure f = failure_of(error);
     if (g_phase == Phase::kAfter) {  // collectives over: leave as one rank would
+      const Failure f = failure_of(error);
       if (f.internal) throw;
       throw Error(fmt::format("{}: {}", rank_label(g_ranks.rank), f.message));
     }
-    // During the collectives: the others may wait for this rank forever.
-    std::fflush(stdout);
-    fmt::print(stderr, "swapadvisor: {}{}: {}\n",
-               f.internal ? "" : "error: ", rank_label(g_ranks.rank), f.message);
-    std::fflush(stderr);
-#if SA_HAVE_MPI
-    MPI_Abort(MPI_COMM_WORLD, f.internal ? 2 : 1);
-#endif
-    std::_Exit(f.internal ? 2 : 1);
+    end_job_if_in_collectives(error);
+    SA_CHECK(false, "an error during the collectives left the job running");
   }
+}
+
+void end_job_if_in_collectives(std::exception_ptr error) {
+  if (g_ranks.size <= 1 || g_phase != Phase::kCollectives) return;
+  // The others may wait for this rank forever.
+  const Failure f = failure_of(error);
+  std::fflush(stdout);
+  fmt::print(stderr, "swapadvisor: {}{}: {}\n",
+             f.internal ? "" : "error: ", rank_label(g_ranks.rank), f.message);
+  std::fflush(stderr);
+#if SA_HAVE_MPI
+  MPI_Abort(MPI_COMM_WORLD, f.internal ? 2 : 1);
+#endif
+  std::_Exit(f.internal ? 2 : 1);
+}
+
+void agree(const std::string& what, std::exception_ptr error) {
+  const Phase phase = g_phase;
+  RunFingerprint f;
+  f.options = what;
+  try {
+    checkpoint(&f, error);
+  } catch (...) {
+    g_phase = phase;
+    throw;
+  }
+  g_phase = phase;
+}
+
+void abort_job(int status) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+#if SA_HAVE_MPI
+  int started = 0;
+  MPI_Initialized(&started);
+  if (started && g_ranks.size > 1) MPI_Abort(MPI_COMM_WORLD, status);
+#endif
+  std::_Exit(status);
+}
+
+std::string broadcast_text(const std::string& text) {
+  if (g_ranks.size <= 1) return text;
+#if SA_HAVE_MPI
+  SA_CHECK(text.size() <= static_cast<size_t>(INT32_MAX), "a broadcast of {} bytes", text.size());
+  int n = static_cast<int>(text.size());
+  check(MPI_Bcast(&n, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  std::string out = g_ranks.rank == 0 ? text : std::string(static_cast<size_t>(n), '\0');
+  check(MPI_Bcast(out.data(), n, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  return out;
+#else
+  return text;
+#endif
 }
 
 void exchange_words(synthetic::Collective kind, std::span<uint64_t> words) {

@@ -155,6 +155,26 @@ void collectives_end();
 // MPI_Finalize). With one rank: command().
 void run_rank(const std::function<void()>& command);
 
+// An error a rank cannot take to a checkpoint because the collectives have
+// started (a run on a thread of its own, runtime/aten_session.h): prints it
+// with the rank and ends every rank (MPI_Abort), as run_rank does. Before
+// or after the collectives, or with one rank, returns: the caller goes on.
+void end_job_if_in_collectives(std::exception_ptr error);
+
+// A checkpoint between the steps of a running session (collective): every
+// rank's `what` must equal rank 0's, and no rank may have failed (error).
+// Throws RanksFailed as checkpoint() does; leaves the run's phase as it was.
+void agree(const std::string& what, std::exception_ptr error);
+
+// Ends every rank now with this status (MPI_Abort; with one rank, _Exit):
+// for a rank that fails outside any checkpoint (an exception in a training
+// script), so that the others do not wait for it.
+[[noreturn]] void abort_job(int status);
+
+// Rank 0's text on every rank (MPI_Bcast; collective): what rank 0 decided
+// for all (swapadvisor.Trainer: the plan). With one rank: text.
+std::string broadcast_text(const std::string& text);
+
 // What a collective op's kernel does with its words: all_reduce_sum,
 // reduce_scatter_blocks for a reduce-scatter, or all_gather_blocks for an
 // all-gather.

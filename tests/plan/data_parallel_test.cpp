@@ -116,6 +116,39 @@ TEST(DataParallel, BucketClosesBeforeAReaderOfItsGradient) {
   EXPECT_EQ(g.ops[3].type, "test::norm");  // reads the reduced g2
 }
 
+// Gradient clipping (captured: the norms, then each gradient scaled in
+// place in the update phase, before the optimizer): the all-reduce comes
+// after the backward pass and before the clipping, which scales the
+// average as on every rank of a DDP job. Before, the scaling counted as the
+// gradients' last write: each rank clipped its own, then they were averaged.
+TEST(DataParallel, ClippingScalesTheAverage) {
+  Graph base = two_param_graph();
+  GraphBuilder b;
+  b.g = base;
+  const TensorId coef = b.tensor(8, TensorKind::kTemp, "clip_coef");
+  Op norm;
+  norm.type = "aten::linalg_vector_norm";
+  norm.phase = Phase::kUpdate;
+  norm.inputs = {4, 5};
+  norm.outputs = {coef};
+  norm.time_us = 1;
+  Op scale;
+  scale.type = "aten::mul_";
+  scale.phase = Phase::kUpdate;
+  scale.inputs = {coef};
+  scale.updates = {4, 5};
+  scale.time_us = 1;
+  b.g.ops.insert(b.g.ops.begin() + 3, {norm, scale});
+  for (OpId o = 0; o < 3; ++o)
+    b.g.ops[o].phase = o == 0 ? Phase::kForward : Phase::kBackward;
+  const Graph g = data_parallel_graph(b.g, {.ranks = 2}, link_device());
+  validate_graph(g, "dp");
+  ASSERT_EQ(collectives(g), (std::vector<OpId>{3}));
+  EXPECT_EQ(g.ops[3].updates, (std::vector<TensorId>{4, 5}));
+  EXPECT_EQ(g.ops[4].type, "aten::linalg_vector_norm");  // of the average
+  EXPECT_EQ(g.ops[5].type, "aten::mul_");
+}
+
 TEST(DataParallel, ShardedOptimizer) {
   DataParallel dp{.ranks = 4, .shard_optimizer = true};
   const Graph g = data_parallel_graph(two_param_graph(), dp, link_device());
