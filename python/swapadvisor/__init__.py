@@ -40,6 +40,20 @@ def _preload_mpi():
 
 _preload_mpi()
 from . import _args, _native  # noqa: E402
+
+
+def _plugin_beside_module():
+    """An installed package carries the ATen kernel plugin beside its module
+    (`cmake --install --component python`); the program looks for it at
+    $SA_ATEN_PLUGIN first (Note [ATen plugin])."""
+    import os
+    here = os.path.join(os.path.dirname(os.path.abspath(_native.__file__)),
+                        "libswapadvisor_aten.so")
+    if "SA_ATEN_PLUGIN" not in os.environ and os.path.exists(here):
+        os.environ["SA_ATEN_PLUGIN"] = here
+
+
+_plugin_beside_module()
 from ._native import Error
 from ._results import PlanResult, fields as _fields
 
