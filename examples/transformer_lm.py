@@ -66,7 +66,8 @@ class TransformerLM(nn.Module):
 
 
 def loss_fn(logits, target):
-    return F.cross_entropy(logits.view(-1, VOCAB), target.view(-1))
+    # reshape: a micro-batch of a [SEQ, BATCH] batch is a strided view
+    return F.cross_entropy(logits.reshape(-1, VOCAB), target.reshape(-1))
 
 
 def build(dropout=0.0):
