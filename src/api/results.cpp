@@ -7,7 +7,7 @@ namespace sa::api {
 
 nlohmann::json plan_json(const PlanningInputs& in, const Problem& problem, const MethodResult& r) {
   const SimResult& s = r.sim;
-  const StallReport stalls = attribute_stalls(r.plan, s.timeline);
+  const StallReport stalls = attribute_stalls(in.graph, r.plan, s.timeline);
   nlohmann::json j = sim_result_json(s);
   j.update({{"method", r.name},
             {"ideal_us", problem.ideal_us},

@@ -41,7 +41,7 @@ void run_plan(const PlanArgs& args) {
     return;
   }
   const SimResult& s = r.sim;
-  const StallReport stalls = attribute_stalls(r.plan, s.timeline);
+  const StallReport stalls = attribute_stalls(in.graph, r.plan, s.timeline);
   const double exposed =
       in.dp.active() ? exposed_collective_us(in.graph, r.plan, problem.op_us, in.device) : 0;
   // Names from files: Note [Names on a terminal].

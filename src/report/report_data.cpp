@@ -298,7 +298,7 @@ std::string report_data_json(const ReportInput& in) {
   }
   data["traffic"] = std::move(tr);
 
-  const StallReport stalls = attribute_stalls(p, sim.timeline);
+  const StallReport stalls = attribute_stalls(g, p, sim.timeline);
   std::vector<Stall> top = stalls.stalls;
   std::stable_sort(top.begin(), top.end(),
                    [](const Stall& a, const Stall& b) { return a.idle_us > b.idle_us; });

@@ -88,7 +88,8 @@ std::string describe_stall_causes(const StallReport& r) {
   return out;
 }
 
-StallReport attribute_stalls(const Plan& p, std::span<const StepTiming> timeline) {
+StallReport attribute_stalls(const Graph& g, const Plan& p,
+                             std::span<const StepTiming> timeline) {
   SA_CHECK(static_cast<int>(timeline.size()) == p.num_steps(),
            "timeline has {} entries for {} steps", timeline.size(), p.num_steps());
   StallReport r;
@@ -96,7 +97,8 @@ StallReport attribute_stalls(const Plan& p, std::span<const StepTiming> timeline
   std::vector<StepId> prev_on_stream(p.num_steps(), -1);
   StepId last[kNumStreams] = {-1, -1, -1, -1};
   for (StepId s = 0; s < p.num_steps(); ++s) {
-    const Stream st = stream_of(p.steps[s].kind);
+    // stream_of(g, step): a data-parallel collective runs on its own stream.
+    const Stream st = stream_of(g, p.steps[s]);
     if (st == Stream::kNone) continue;
     prev_on_stream[s] = last[static_cast<int>(st)];
     last[static_cast<int>(st)] = s;
@@ -104,7 +106,10 @@ StallReport attribute_stalls(const Plan& p, std::span<const StepTiming> timeline
   std::unordered_map<TensorId, size_t> row;  // tensor -> index in by_tensor
   double prev_end = 0;
   for (StepId s = 0; s < p.num_steps(); ++s) {
-    if (!p.steps[s].runs_op()) continue;  // compute and recompute steps share the stream
+    // Compute and recompute steps share the compute stream; a collective's
+    // step is on the collective stream, and its waits are not the compute
+    // stream's stalls.
+    if (stream_of(g, p.steps[s]) != Stream::kCompute) continue;
     const double gap = timeline[s].start_us - prev_end;
     prev_end = timeline[s].end_us;
     if (gap <= kMinGapUs) continue;

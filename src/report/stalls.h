@@ -78,6 +78,6 @@ nlohmann::json stall_causes_json(const StallReport& r);
 std::string describe_stall_causes(const StallReport& r);
 
 // REQUIRES: timeline is the simulator's timeline of p (record_timeline).
-StallReport attribute_stalls(const Plan& p, std::span<const StepTiming> timeline);
+StallReport attribute_stalls(const Graph& g, const Plan& p, std::span<const StepTiming> timeline);
 
 }  // namespace sa

@@ -70,7 +70,7 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
   SA_CHECK(sim.ok && static_cast<int>(sim.timeline.size()) == p.num_steps(),
            "the trace needs a simulated timeline ({} entries for {} steps)", sim.timeline.size(),
            p.num_steps());
-  const StallReport stalls = attribute_stalls(p, sim.timeline);
+  const StallReport stalls = attribute_stalls(g, p, sim.timeline);
   std::vector<int32_t> stall_of(p.num_steps(), -1);  // step -> index in stalls.stalls
   for (size_t i = 0; i < stalls.stalls.size(); ++i)
     stall_of[stalls.stalls[i].step] = static_cast<int32_t>(i);

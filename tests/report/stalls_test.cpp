@@ -25,7 +25,7 @@ TEST(Stalls, FixtureTimelineIsAsDrawn) {
 
 TEST(Stalls, EachStallBlamesTheWaitThatFinishedLast) {
   testing::StallFixture f;
-  const StallReport r = attribute_stalls(f.plan, f.sim.timeline);
+  const StallReport r = attribute_stalls(f.graph, f.plan, f.sim.timeline);
   ASSERT_EQ(r.stalls.size(), 4u);
   const StepId step[] = {1, 3, 7, 10};
   const double idle[] = {4, 10, 20, 4};
@@ -45,7 +45,7 @@ TEST(Stalls, EachStallBlamesTheWaitThatFinishedLast) {
 // s8 when op2 (s7) ended, the stream having been free since 30.
 TEST(Stalls, CausesOfTheCulprits) {
   testing::StallFixture f;
-  const StallReport r = attribute_stalls(f.plan, f.sim.timeline);
+  const StallReport r = attribute_stalls(f.graph, f.plan, f.sim.timeline);
   ASSERT_EQ(r.stalls.size(), 4u);
   const StallCause cause[] = {StallCause::kNotHeld, StallCause::kLinkBusy, StallCause::kWaitedForOp,
                               StallCause::kWaitedForOp};
@@ -65,7 +65,7 @@ TEST(Stalls, CausesOfTheCulprits) {
 
 TEST(Stalls, GroupedByTensorMostIdleFirst) {
   testing::StallFixture f;
-  const StallReport r = attribute_stalls(f.plan, f.sim.timeline);
+  const StallReport r = attribute_stalls(f.graph, f.plan, f.sim.timeline);
   ASSERT_EQ(r.by_tensor.size(), 2u);
   EXPECT_EQ(r.by_tensor[0].tensor, 1);
   EXPECT_DOUBLE_EQ(r.by_tensor[0].idle_us, 30);
@@ -78,12 +78,34 @@ TEST(Stalls, GroupedByTensorMostIdleFirst) {
   EXPECT_EQ(r.by_tensor[1].via_swap_in, 2);
 }
 
+// A data-parallel all-reduce runs on the collective stream (stream_of(g,
+// step)): its start is no compute stall, and the compute step after it is
+// timed against the compute step before it. Before, a collective counted as
+// a compute step (stream_of(kind)): 2 us of "stall" here, and the next
+// compute step's gap measured from the collective's end.
+TEST(Stalls, ACollectiveIsNotAComputeStall) {
+  Graph g;
+  g.name = "dp";
+  g.ops.resize(3);
+  g.ops[0].type = "test::fwd";
+  g.ops[1].type = std::string(kCollectiveTypes[0]);
+  g.ops[2].type = "test::update";
+  Plan p;
+  p.steps = {{StepKind::kCompute, 0, kNoObject, 0, 0},
+             {StepKind::kCompute, 1, kNoObject, 0, 0},
+             {StepKind::kCompute, 2, kNoObject, 0, 0}};
+  const std::vector<StepTiming> t = {{0, 10}, {12, 20}, {10, 15}};
+  const StallReport r = attribute_stalls(g, p, t);
+  EXPECT_TRUE(r.stalls.empty());
+  EXPECT_EQ(r.total_us, 0);
+}
+
 TEST(Stalls, NoneWhenComputeNeverWaits) {
   testing::StallFixture f;
   Plan p;
   p.steps = {{StepKind::kCompute, 0, kNoObject, 0, 0}, {StepKind::kCompute, 1, kNoObject, 0, 0}};
   const std::vector<StepTiming> t = {{0, 10}, {10, 15}};
-  const StallReport r = attribute_stalls(p, t);
+  const StallReport r = attribute_stalls(f.graph, p, t);
   EXPECT_TRUE(r.stalls.empty());
   EXPECT_EQ(r.total_us, 0);
 }
