@@ -88,8 +88,7 @@ std::string describe_stall_causes(const StallReport& r) {
   return out;
 }
 
-StallReport attribute_stalls(const Graph& g, const Plan& p,
-                             std::span<const StepTiming> timeline) {
+StallReport attribute_stalls(const Graph& g, const Plan& p, std::span<const StepTiming> timeline) {
   SA_CHECK(static_cast<int>(timeline.size()) == p.num_steps(),
            "timeline has {} entries for {} steps", timeline.size(), p.num_steps());
   StallReport r;
