@@ -134,6 +134,24 @@ _TAKEN = {"SGD": ("lr", "momentum", "weight_decay"),
           "AdamW": ("lr", "betas", "eps", "weight_decay")}
 
 
+def check_params(opt, model):
+    """A CaptureError unless opt updates exactly the model's trainable
+    parameters (the capture updates every one of them)."""
+    cls = type(opt).__name__
+    mine = {id(p) for g in opt.param_groups for p in g["params"]}
+    names = {id(p): n for n, p in model.named_parameters()}
+    if mine - set(names):
+        raise CaptureError(f"the {cls} optimizer updates {len(mine - set(names))} tensor(s) "
+                           "that are not parameters of the model; give it model.parameters()")
+    left_out = [n for n, p in model.named_parameters() if p.requires_grad and id(p) not in mine]
+    if left_out:
+        raise CaptureError(f"the {cls} optimizer leaves out {len(left_out)} trainable "
+                           f"parameter(s) of the model ({', '.join(left_out[:3])}"
+                           f"{', ...' if len(left_out) > 3 else ''}); the capture updates "
+                           "every trainable parameter: give it model.parameters() (or set "
+                           "requires_grad=False on those it must not train)")
+
+
 def config_from_torch(opt, model):
     """An optimizer dict ({"name": "sgd", "lr": ...}) for a torch.optim
     object that an entry point gives: SGD, Adam or AdamW over all the
@@ -158,18 +176,7 @@ def config_from_torch(opt, model):
     lr = ref.get("lr")
     if isinstance(lr, torch.Tensor):
         raise CaptureError(f"the {cls} optimizer's lr is a tensor; give a Python float")
-    mine = {id(p) for g in groups for p in g["params"]}
-    names = {id(p): n for n, p in model.named_parameters()}
-    if mine - set(names):
-        raise CaptureError(f"the {cls} optimizer updates {len(mine - set(names))} tensor(s) "
-                           "that are not parameters of the model; give it model.parameters()")
-    left_out = [n for n, p in model.named_parameters() if p.requires_grad and id(p) not in mine]
-    if left_out:
-        raise CaptureError(f"the {cls} optimizer leaves out {len(left_out)} trainable "
-                           f"parameter(s) of the model ({', '.join(left_out[:3])}"
-                           f"{', ...' if len(left_out) > 3 else ''}); the capture updates "
-                           "every trainable parameter: give it model.parameters() (or set "
-                           "requires_grad=False on those it must not train)")
+    check_params(opt, model)
     cfg = {k: ref[k] for k in _TAKEN[cls] if k in ref}
     if "betas" in cfg:
         cfg["betas"] = tuple(cfg["betas"])

@@ -33,6 +33,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .errors import CaptureError
+from .optim import check_params
 
 # The classes whose step is a fixed op sequence per parameter with
 # foreach=False, and the state their step() creates on its first call.
@@ -62,18 +63,7 @@ def check_optimizer(opt, model):
         if isinstance(g.get("lr"), torch.Tensor):
             raise CaptureError(f"the {cls} optimizer's lr is a tensor (param group {i}); give "
                                "a Python float")
-    mine = {id(p) for g in opt.param_groups for p in g["params"]}
-    names = {id(p): n for n, p in model.named_parameters()}
-    if mine - set(names):
-        raise CaptureError(f"the {cls} optimizer updates {len(mine - set(names))} tensor(s) "
-                           "that are not parameters of the model; give it model.parameters()")
-    left_out = [n for n, p in model.named_parameters() if p.requires_grad and id(p) not in mine]
-    if left_out:
-        raise CaptureError(f"the {cls} optimizer leaves out {len(left_out)} trainable "
-                           f"parameter(s) of the model ({', '.join(left_out[:3])}"
-                           f"{', ...' if len(left_out) > 3 else ''}); the capture updates "
-                           "every trainable parameter: give it model.parameters() (or set "
-                           "requires_grad=False on those it must not train)")
+    check_params(opt, model)
 
 
 def like(opt, model, copy):
@@ -222,10 +212,10 @@ class Shadow:
         return tuple(structure), values
 
 
-def tag(exec_doc, ops, dispatch, counts, structure, values):
+def tag(exec_doc, ops, counts, structure, values):
     """Tags the optimizer's recorded ops in exec_doc (the capture's exec
-    dict): ops, the Recorder's OpRecords; dispatch: op index -> its place in
-    the optimizer's op sequence; counts: per param group, the parameters the
+    dict): ops, the Recorder's OpRecords (their dispatch: the place in the
+    optimizer's op sequence, or None outside it); counts: per param group, the parameters the
     step updated; structure, values: Shadow.step_values at the captured step.
     Adds each op's "step_scalars" and the file's "step_scalars"."""
     # Per group: where its sequence starts among the dispatches, how long one
@@ -245,7 +235,7 @@ def tag(exec_doc, ops, dispatch, counts, structure, values):
         raise CaptureError("step scalars: the shadow's values do not fit its structure")
     x_ops = exec_doc["ops"]
     for r in ops:
-        d = dispatch.get(r.index)
+        d = r.dispatch
         if d is None:
             continue
         if d >= total:
