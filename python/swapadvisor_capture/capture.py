@@ -322,7 +322,7 @@ def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, na
     if opt_step is not None:
         shadow = step_scalars.Shadow(opt)
         cap.step_structure, values = shadow.step_values(opt.param_groups, opt_step)
-        step_scalars.tag(cap.exec, rec.ops, rec.dispatch, counts, cap.step_structure, values)
+        step_scalars.tag(cap.exec, rec.ops, counts, cap.step_structure, values)
     if dev.type != "meta":
         for i, info in enumerate(tensors):
             if info.initial is not None:

@@ -231,8 +231,7 @@ class Recorder(TorchDispatchMode):
         self.num_constants = 0
         # Step scalars (step_scalars.py): while the optimizer steps, the
         # place of each op in its sequence, and .item() of its state allowed.
-        self.opt_dispatch = None
-        self.dispatch = {}         # recorded op index -> place in the optimizer's sequence
+        self.opt_dispatch = None   # the next op's place (OpRecord.dispatch), or None
 
     # -- helpers -----------------------------------------------------------
     def _where(self, qualname):
@@ -384,8 +383,6 @@ class Recorder(TorchDispatchMode):
         rec.module = self.module_stack[-1] if self.module_stack and self.phase == "forward" else ""
         rec.random = draws_random(func, base, a)
         rec.dispatch = place
-        if place is not None:
-            self.dispatch[rec.index] = place
         if rec.random:
             self.random_ops[qualname] += 1
 
