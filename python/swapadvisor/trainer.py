@@ -96,12 +96,11 @@ def _raw(t):
 _PLAIN = (bool, int, float, str, type(None), tuple)
 
 
-def _write_whole(path, text):
-    """path holds text, written whole (another process may read it at any
-    time: the cache is content-addressed)."""
+def _write_whole(path, write):
+    """write(tmp) writes a file that then becomes path, whole: the cache holds
+    content-addressed files that another process may read at any time."""
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
+    write(tmp)
     os.replace(tmp, path)
 
 
@@ -540,12 +539,8 @@ class Trainer:
         os.makedirs(self.cache_dir, exist_ok=True)
         if not os.path.exists(prefix + ".checked"):
             c = self._capture_once(inputs, target, check_mutations=True, train=train)
-            # The cache holds content-addressed files only, written whole
-            # (another process may read them at any time).
             for suffix, doc in ((".graph.json.gz", c.graph), (".exec.json.gz", c.exec)):
-                tmp = f"{prefix}{suffix}.{os.getpid()}.tmp"
-                cap.write_json_gz(tmp, doc)
-                os.replace(tmp, prefix + suffix)
+                _write_whole(prefix + suffix, lambda tmp, doc=doc: cap.write_json_gz(tmp, doc))
             with open(prefix + ".checked", "w") as f:
                 f.write("captured with the mutation check\n")
         # The values (the model's state and the batch): this Trainer's own,
@@ -578,7 +573,7 @@ class Trainer:
                     text = f.read()
             text = _native.broadcast_text(text)
             if self.rank != 0:
-                _write_whole(plan_path, text)
+                _write_whole(plan_path, lambda tmp: _native.write_file(tmp, text))
         ids = {t["name"]: t["id"] for t in c.graph["tensors"] if t["kind"] == "input"}
         names = ["input" if num_inputs == 1 else f"input.{i}" for i in range(num_inputs)]
         names += ["target"] if len(target) == 1 else [f"target.{i}" for i in range(len(target))]
@@ -606,7 +601,7 @@ class Trainer:
                          time_budget=p["time_budget"], evaluations=p["evaluations"],
                          threads=p["threads"], seed=p["seed"], progress=p["progress"],
                          data_parallel=ranks)
-        _write_whole(plan_path, planning.plan_json)
+        _write_whole(plan_path, planning.save)
         self.plans_searched += 1
 
     def __del__(self):
