@@ -104,12 +104,7 @@ void run_aten(const AtenRunArgs& a) {
   o.iterations = a.iterations;
   o.aten.threads = a.threads;
   o.aten.device = a.backend == "cuda" ? "cuda" : "cpu";
-  o.aten.all_reduce_mean = [](void* data, int64_t n, int elem_bytes) {
-    if (elem_bytes == 8)
-      runtime::all_reduce_mean(std::span<double>(static_cast<double*>(data), n));
-    else
-      runtime::all_reduce_mean(std::span<float>(static_cast<float*>(data), n));
-  };
+  o.aten.all_reduce_mean = runtime::all_reduce_mean_buffer;
   const runtime::AtenRunResult r = runtime::run_plan_aten(g, p, program, initial, o);
   if (!save_values.empty()) runtime::write_values_file(save_values, r.final_state);
 

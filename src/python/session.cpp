@@ -88,13 +88,7 @@ std::unique_ptr<AtenSession> open_session(const std::string& graph_path,
   runtime::AtenOptions o;
   o.device = device;
   o.threads = threads;
-  if (p.data_parallel.active())
-    o.all_reduce_mean = [](void* data, int64_t n, int elem_bytes) {
-      if (elem_bytes == 8)
-        runtime::all_reduce_mean(std::span<double>(static_cast<double*>(data), n));
-      else
-        runtime::all_reduce_mean(std::span<float>(static_cast<float*>(data), n));
-    };
+  if (p.data_parallel.active()) o.all_reduce_mean = runtime::all_reduce_mean_buffer;
   return std::make_unique<AtenSession>(std::move(g), std::move(p), std::move(program),
                                        std::move(state), std::move(o));
 }

@@ -252,6 +252,12 @@ void all_reduce_mean(std::span<float> values) {
 void all_reduce_mean(std::span<double> values) {
   all_reduce_mean_of(values);
 }
+void all_reduce_mean_buffer(void* data, int64_t count, int elem_bytes) {
+  if (elem_bytes == 8)
+    all_reduce_mean(std::span<double>(static_cast<double*>(data), static_cast<size_t>(count)));
+  else
+    all_reduce_mean(std::span<float>(static_cast<float*>(data), static_cast<size_t>(count)));
+}
 
 #if SA_HAVE_MPI
 namespace {

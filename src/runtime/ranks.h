@@ -98,6 +98,9 @@ void all_reduce_sum(std::span<uint64_t> words);
 // halves' gradients and halving them. Nothing with one rank.
 void all_reduce_mean(std::span<float> values);
 void all_reduce_mean(std::span<double> values);
+// The same on `count` values of `elem_bytes` (4: float, 8: double): what
+// the ATen kernels' all-reduce ops call (AtenOptions::all_reduce_mean).
+void all_reduce_mean_buffer(void* data, int64_t count, int elem_bytes);
 
 // Rank r's block of words (the r-th of `size` blocks as even as can be) goes
 // to every rank (MPI_Allgatherv, in place). Nothing with one rank.
