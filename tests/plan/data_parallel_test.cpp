@@ -52,6 +52,19 @@ DeviceProfile link_device() {
   return d;
 }
 
+// An op of 1 us to insert into two_param_graph().
+Op extra_op(std::string type, Phase phase, std::vector<TensorId> inputs,
+            std::vector<TensorId> outputs, std::vector<TensorId> updates) {
+  Op op;
+  op.type = std::move(type);
+  op.phase = phase;
+  op.inputs = std::move(inputs);
+  op.outputs = std::move(outputs);
+  op.updates = std::move(updates);
+  op.time_us = 1;
+  return op;
+}
+
 std::vector<OpId> collectives(const Graph& g) {
   std::vector<OpId> out;
   for (OpId o = 0; o < g.num_ops(); ++o)
@@ -103,12 +116,7 @@ TEST(DataParallel, BucketClosesBeforeAReaderOfItsGradient) {
   GraphBuilder b;
   b.g = base;
   const TensorId n = b.tensor(8, TensorKind::kTemp, "norm");
-  Op reader;
-  reader.type = "test::norm";
-  reader.inputs = {4};
-  reader.outputs = {n};
-  reader.time_us = 1;
-  b.g.ops.insert(b.g.ops.begin() + 2, reader);
+  b.g.ops.insert(b.g.ops.begin() + 2, extra_op("test::norm", Phase::kUnknown, {4}, {n}, {}));
   const Graph g = data_parallel_graph(b.g, {.ranks = 2}, link_device());
   validate_graph(g, "dp");
   ASSERT_EQ(collectives(g), (std::vector<OpId>{2, 5}));
@@ -126,19 +134,9 @@ TEST(DataParallel, ClippingScalesTheAverage) {
   GraphBuilder b;
   b.g = base;
   const TensorId coef = b.tensor(8, TensorKind::kTemp, "clip_coef");
-  Op norm;
-  norm.type = "aten::linalg_vector_norm";
-  norm.phase = Phase::kUpdate;
-  norm.inputs = {4, 5};
-  norm.outputs = {coef};
-  norm.time_us = 1;
-  Op scale;
-  scale.type = "aten::mul_";
-  scale.phase = Phase::kUpdate;
-  scale.inputs = {coef};
-  scale.updates = {4, 5};
-  scale.time_us = 1;
-  b.g.ops.insert(b.g.ops.begin() + 3, {norm, scale});
+  b.g.ops.insert(b.g.ops.begin() + 3,
+                 {extra_op("aten::linalg_vector_norm", Phase::kUpdate, {4, 5}, {coef}, {}),
+                  extra_op("aten::mul_", Phase::kUpdate, {coef}, {}, {4, 5})});
   for (OpId o = 0; o < 3; ++o)
     b.g.ops[o].phase = o == 0 ? Phase::kForward : Phase::kBackward;
   const Graph g = data_parallel_graph(b.g, {.ranks = 2}, link_device());
