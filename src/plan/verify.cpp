@@ -171,7 +171,7 @@ class Verifier {
   std::vector<int32_t> last_pos_;   // per tensor: last position accessing it, -1 if none
   std::vector<int32_t> remaining_;  // per tensor: accesses not yet run
   std::vector<ObjectId> init_obj_;  // per tensor: its initial_resident object or -1
-  std::vector<VectorClock> clock_;        // per step
+  std::vector<VectorClock> clock_;  // per step
 
   // Tensor state during the walk.
   std::vector<int32_t> ver_;         // latest version
