@@ -33,22 +33,30 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # the example models (examples/*.py)
 
 
-def dataset(model_name, samples, batch, seed):
+def dataset(model_name, samples, batch, seed, rank=0, ranks=1):
+    """The epoch's DataLoader (seed: the epoch); with ranks > 1, rank's
+    shard of it, as DistributedSampler gives it to DistributedDataParallel."""
     g = torch.Generator().manual_seed(seed)
     if model_name == "resnet18":
         import torchvision
         ds = torchvision.datasets.FakeData(size=samples, image_size=(3, 64, 64), num_classes=10,
                                            transform=torchvision.transforms.ToTensor(),
                                            random_offset=seed)
-        return torch.utils.data.DataLoader(ds, batch_size=batch, shuffle=True, generator=g)
-    import transformer_lm as lm
-    seq = torch.randint(0, lm.VOCAB, (samples, lm.SEQ + 1), generator=g)
-    ds = torch.utils.data.TensorDataset(seq[:, :-1], seq[:, 1:])
+        collate = None
+    else:
+        import transformer_lm as lm
+        seq = torch.randint(0, lm.VOCAB, (samples, lm.SEQ + 1), generator=g)
+        ds = torch.utils.data.TensorDataset(seq[:, :-1], seq[:, 1:])
 
-    def collate(items):  # (sequence, batch), as the model takes it
-        x = torch.stack([a for a, _ in items]).t().contiguous()
-        y = torch.stack([b for _, b in items]).t().contiguous()
-        return x, y
+        def collate(items):  # (sequence, batch), as the model takes it
+            x = torch.stack([a for a, _ in items]).t().contiguous()
+            y = torch.stack([b for _, b in items]).t().contiguous()
+            return x, y
+    if ranks > 1:
+        sampler = torch.utils.data.distributed.DistributedSampler(
+            ds, num_replicas=ranks, rank=rank, shuffle=True, seed=seed)
+        return torch.utils.data.DataLoader(ds, batch_size=batch, sampler=sampler,
+                                           collate_fn=collate)
     return torch.utils.data.DataLoader(ds, batch_size=batch, shuffle=True, generator=g,
                                        collate_fn=collate)
 
@@ -70,6 +78,8 @@ def main():
     ap.add_argument("--samples", type=int, default=36, help="dataset size (default 36)")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=None,
+                    help="stop after this many steps (default: every batch of --epochs)")
     ap.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
     ap.add_argument("--lr", type=float, default=None,
                     help="peak learning rate (default 1e-3 for adamw, 0.05 for sgd)")
@@ -80,18 +90,24 @@ def main():
     ap.add_argument("--time-budget", type=float, default=5, help="search seconds per plan")
     ap.add_argument("--cache", help="plan cache directory (default: ~/.cache/swapadvisor)")
     ap.add_argument("--device", default="cpu", help="cpu (host-emulated) or cuda")
-    ap.add_argument("--check", action="store_true", help="compare with eager PyTorch")
+    ap.add_argument("--data-parallel", action="store_true",
+                    help="under mpirun -np N: each rank trains on its shard of the data "
+                         "(DistributedSampler), gradients averaged over the ranks")
+    ap.add_argument("--check", action="store_true", help="compare with eager PyTorch "
+                    "(data-parallel: with an emulation of DistributedDataParallel)")
     ap.add_argument("--timing", action="store_true", help="print step times")
     a = ap.parse_args()
 
     import swapadvisor
 
-    torch.manual_seed(0)
+    torch.manual_seed(0)  # every rank starts from the same model
     model, loss_fn = build(a.model)
     eager_model = copy.deepcopy(model)
 
     lr = a.lr if a.lr is not None else (1e-3 if a.optimizer == "adamw" else 0.05)
-    steps = a.epochs * -(-a.samples // a.batch)
+    rank, ranks = swapadvisor.ranks() if a.data_parallel else (0, 1)
+    per_epoch = len(dataset(a.model, a.samples, a.batch, 0, rank, ranks))
+    steps = min(a.steps or a.epochs * per_epoch, a.epochs * per_epoch)
     batch_dim = 1 if a.model == "transformer_lm" else 0  # its batches are (sequence, batch)
 
     def optimizer(m):
@@ -111,22 +127,25 @@ def main():
     budget = dict(budget=a.budget) if a.budget else dict(memory_fraction=a.fraction)
     trainer = swapadvisor.Trainer(model, opt, loss_fn, device=a.device, cache_dir=a.cache,
                                   time_budget=a.time_budget, micro_batches=a.micro_batches,
-                                  max_grad_norm=clip, batch_dim=batch_dim, **budget)
-    batches = []
+                                  max_grad_norm=clip, batch_dim=batch_dim,
+                                  data_parallel=a.data_parallel, **budget)
+    say = print if rank == 0 else (lambda *args, **kw: None)
     losses = []
     step_s = []
     for epoch in range(a.epochs):
-        for x, y in dataset(a.model, a.samples, a.batch, seed=epoch):
+        for x, y in dataset(a.model, a.samples, a.batch, epoch, rank, ranks):
+            if len(losses) == steps:
+                break
             t0 = time.perf_counter()
             loss = trainer.step(x, y)
             step_s.append(time.perf_counter() - t0)
             losses.append(loss)
-            batches.append((x, y))
-            print(f"epoch {epoch} step {len(losses)}: loss {loss.item():.6f} "
-                  f"(lr {opt.param_groups[0]['lr']:.3g}, batch {tuple(x.shape)})")
+            say(f"epoch {epoch} step {len(losses)}: loss {loss.item():.6f} "
+                f"(lr {opt.param_groups[0]['lr']:.3g}, batch {tuple(x.shape)})")
             sched.step()
-    print(f"trained {trainer.steps} steps: {trainer.captures} captures, "
-          f"{trainer.plans_searched} plans searched (the rest from the cache)")
+    say(f"trained {trainer.steps} steps{f' on each of {ranks} ranks' if ranks > 1 else ''}: "
+        f"{trainer.captures} captures, {trainer.plans_searched} plans searched (the rest "
+        f"from the cache)")
     state = trainer.state_dict()
 
     if a.timing:
@@ -134,37 +153,59 @@ def main():
         # the session's setup; the others are steps.
         ws = [w / 1e6 for w in trainer.last_session_step_wall_us()]
         steady = sorted(step_s[-len(ws):])[len(ws) // 2] if ws else float("nan")
-        print(f"step time, median of the last session's {len(ws)} steps: through the Trainer "
-              f"{steady * 1e3:.1f} ms, the executor's iteration "
-              f"{sorted(ws)[len(ws) // 2] * 1e3:.1f} ms")
+        say(f"step time, median of the last session's {len(ws)} steps: through the Trainer "
+            f"{steady * 1e3:.1f} ms, the executor's iteration "
+            f"{sorted(ws)[len(ws) // 2] * 1e3:.1f} ms")
 
     if a.check:
-        # The same loop in eager PyTorch (swapadvisor.Trainer's docstring).
-        eopt = optimizer(eager_model)
-        esched = schedule(eopt)
+        # The same loop in eager PyTorch (swapadvisor.Trainer's docstring);
+        # data-parallel: DistributedDataParallel emulated with one replica
+        # per rank, each stepping on its rank's shard, the gradients
+        # averaged ((g0 + g1) / 2 is what MPI's sum over 2 ranks then / 2
+        # gives; over more ranks the sum's order is MPI's own) before
+        # clipping and the optimizer.
+        replicas = [copy.deepcopy(eager_model) for _ in range(ranks)]
+        eopts = [optimizer(m) for m in replicas]
+        escheds = [schedule(o) for o in eopts]
         want = []
-        for x, y in batches:
-            eopt.zero_grad(set_to_none=True)
-            loss = None
-            for xc, yc in zip(x.chunk(a.micro_batches, batch_dim),
-                              y.chunk(a.micro_batches, batch_dim)):
-                part = loss_fn(eager_model(xc), yc)
-                if a.micro_batches > 1:
-                    part = part / a.micro_batches
-                loss = part.detach() if loss is None else loss + part.detach()
-                part.backward()
-            if clip is not None:
-                torch.nn.utils.clip_grad_norm_(eager_model.parameters(), clip)
-            eopt.step()
-            esched.step()
-            want.append(loss)
+        done = 0
+        for epoch in range(a.epochs):
+            shards = [iter(dataset(a.model, a.samples, a.batch, epoch, r, ranks))
+                      for r in range(ranks)]
+            for batch in zip(*shards):
+                if done == steps:
+                    break
+                done += 1
+                for r, (x, y) in enumerate(batch):
+                    eopts[r].zero_grad(set_to_none=True)
+                    loss = None
+                    for xc, yc in zip(x.chunk(a.micro_batches, batch_dim),
+                                      y.chunk(a.micro_batches, batch_dim)):
+                        part = loss_fn(replicas[r](xc), yc)
+                        if a.micro_batches > 1:
+                            part = part / a.micro_batches
+                        loss = part.detach() if loss is None else loss + part.detach()
+                        part.backward()
+                    if r == rank:
+                        want.append(loss)
+                if ranks > 1:
+                    for ps in zip(*(m.parameters() for m in replicas)):
+                        avg = sum(p.grad for p in ps) / ranks
+                        for p in ps:
+                            p.grad = avg.clone()
+                for r in range(ranks):
+                    if clip is not None:
+                        torch.nn.utils.clip_grad_norm_(replicas[r].parameters(), clip)
+                    eopts[r].step()
+                    escheds[r].step()
         same_losses = sum(torch.equal(p, q) for p, q in zip(losses, want))
-        ref = eager_model.state_dict()
+        ref = replicas[rank].state_dict()
         differ = [k for k in ref if not torch.equal(state[k], ref[k])]
-        print(f"check: {same_losses} of {len(want)} losses equal eager PyTorch's bit for bit; "
-              f"state_dict: {len(ref) - len(differ)} of {len(ref)} tensors equal")
+        who = f"rank {rank}: " if ranks > 1 else ""
+        print(f"{who}check: {same_losses} of {len(want)} losses equal eager PyTorch's bit for "
+              f"bit; state_dict: {len(ref) - len(differ)} of {len(ref)} tensors equal")
         if same_losses != len(want) or differ:
-            print(f"check FAILED (differ: {differ[:5]})")
+            print(f"{who}check FAILED (differ: {differ[:5]})")
             sys.exit(1)
 
 

@@ -60,7 +60,7 @@ from ._results import PlanResult, fields as _fields
 Error.__module__ = __name__  # shown as swapadvisor.Error in tracebacks
 
 __all__ = ["Error", "PlanResult", "stats", "plan", "compare", "sweep", "verify", "methods",
-           "Trainer", "training_available", "training_unavailable_reason"]
+           "Trainer", "training_available", "training_unavailable_reason", "ranks"]
 
 
 def __getattr__(name):
@@ -81,6 +81,14 @@ def training_available():
 def training_unavailable_reason():
     """Why Trainer cannot run steps (empty when it can)."""
     return _native.aten_unavailable_reason()
+
+
+def ranks():
+    """(rank, number of ranks) of this process: under `mpirun -np N` (a
+    build with MPI) it starts MPI, as Trainer(data_parallel=True) does, so
+    that a script can shard its data before it makes the Trainer; (0, 1)
+    otherwise."""
+    return tuple(_native.init_ranks())
 __version__ = _native.__version__
 
 

@@ -228,6 +228,7 @@ class Trainer:
                 self._opt_step = int(st["step"])
                 break
         self._compiled = {}       # (batch signature, step structure) -> _Compiled
+        self._structures = {}     # Shadow.structure_key -> the optimizer step's structure
         self._budget = None       # the budget in bytes (or as given), once resolved
         # Data-parallel (Note [Trainer ranks]): this process's rank and the
         # job's size under mpirun; (0, 1) otherwise.
@@ -240,6 +241,9 @@ class Trainer:
         self.steps = 0
         self.captures = 0
         self.plans_searched = 0
+        # Steps whose optimizer values were computed while their forward and
+        # backward passes ran (all but a new setting's first, typically).
+        self.steps_overlapped = 0
         self._last_step_wall_us = []
 
     # --- the step ------------------------------------------------------------
@@ -255,12 +259,15 @@ class Trainer:
             # This step's step scalars (the optimizer's per-step arguments,
             # Note [Step scalars]) from the optimizer's settings now: a
             # learning-rate schedule needs no new capture; a change of the
-            # step's structure does.
-            try:
-                structure, scalars = self._shadow.step_values(self.optimizer.param_groups,
-                                                              self._opt_step + 1)
-            except self._errors.CaptureError as e:
-                raise Error(f"optimizer: {e}") from None
+            # step's structure does. Settings whose structure is known (all
+            # but the first step's, typically) have their values computed
+            # while the forward and backward passes run (below).
+            groups, number = self.optimizer.param_groups, self._opt_step + 1
+            key = self._shadow.structure_key(groups)
+            structure, scalars = self._structures.get(key), None
+            if structure is None:
+                structure, scalars = self._step_values(groups, number)
+                self._structures[key] = structure
         if self.ranks > 1:
             self._agree(f"step {self.steps}: batch {_signature(inputs, target)}, optimizer "
                         f"step {hashlib.sha256(repr(structure).encode()).hexdigest()[:16]}")
@@ -268,7 +275,26 @@ class Trainer:
         if self._active is not c:
             self._start(c)
         batch = [(tid, _raw(t).numpy()) for tid, t in zip(c.input_ids, inputs + target)]
-        loss = self._session.step(batch, scalars)
+        if scalars is not None:
+            loss = self._session.step(batch, scalars)
+        else:
+            # The session's iteration waits for the values before the
+            # optimizer's first op. A failure here ends the session, as an
+            # error in its run does: this and every later call raise it
+            # (the state trained since the session started is lost).
+            self._session.begin(batch)
+            try:
+                got, scalars = self._step_values(groups, number)
+                if got != structure:
+                    raise Error(f"optimizer: step {number} runs other ops than an earlier step "
+                                "with the same settings (a swapadvisor bug: please report it)")
+            except BaseException as e:
+                why = (f"{e} (step {self.steps + 1} was abandoned in its backward pass; the "
+                       "session ended, and the state it trained with it)")
+                self._session.abandon(why)
+                raise Error(why) from None
+            loss = self._session.end(scalars)
+            self.steps_overlapped += 1
         self.steps += 1
         self._opt_step += 1
         # The step stands for optimizer.step(): what lr_scheduler checks
@@ -295,6 +321,12 @@ class Trainer:
             self._start(c)
         batch = [(tid, _raw(t).numpy()) for tid, t in zip(c.input_ids, inputs + target)]
         return torch.tensor(self._session.step(batch), dtype=c.loss_dtype)
+
+    def _step_values(self, groups, number):
+        try:
+            return self._shadow.step_values(groups, number)
+        except self._errors.CaptureError as e:
+            raise Error(f"optimizer: {e}") from None
 
     def _compiled_for(self, inputs, target, structure):
         """The _Compiled for this batch's signature and the optimizer step's

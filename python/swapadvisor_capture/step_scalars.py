@@ -184,6 +184,23 @@ class Shadow:
             shadow = self.cls([p], lr=g["lr"])
             self.opts.append(shadow)
 
+    @staticmethod
+    def structure_key(groups):
+        """A key that fixes step_values' structure: every setting but the
+        values of its floats (of those, whether each is 0 or 1, values some
+        step might branch on). The step number is left out: the state
+        init_state makes is the steady one, so the first step runs the ops
+        of every other. Equal keys give equal structures (the Trainer checks
+        it at every step)."""
+        def shape(v):
+            if type(v) is float:
+                return ("float", v == 0.0, v == 1.0)
+            if isinstance(v, (list, tuple)):
+                return tuple(shape(x) for x in v)
+            return v if v is None or isinstance(v, (bool, int, str)) else repr(v)
+        return tuple(tuple(sorted((k, shape(v)) for k, v in settings(g).items()))
+                     for g in groups)
+
     def step_values(self, groups, step):
         """For the step numbered `step` (1 for the first) of an optimizer with
         these param groups (the user's, whose settings a scheduler changes):

@@ -95,19 +95,35 @@ std::unique_ptr<AtenSession> open_session(const std::string& graph_path,
 
 // batch: (tensor id, an object with the buffer protocol) per input;
 // scalars: the step's step scalars (Note [Step scalars]), or none.
-double step(AtenSession& s, const std::vector<std::tuple<int, py::buffer>>& batch,
-            const std::vector<double>& scalars) {
+struct Batch {
   std::vector<py::buffer_info> infos;
   std::vector<BatchValue> values;
-  infos.reserve(batch.size());
+};
+
+Batch batch_values(const std::vector<std::tuple<int, py::buffer>>& batch) {
+  Batch r;
+  r.infos.reserve(batch.size());
   for (const auto& [tensor, buffer] : batch) {
-    infos.push_back(buffer.request());
-    const py::buffer_info& b = infos.back();
-    values.push_back({tensor, std::span(static_cast<const std::byte*>(b.ptr),
-                                        static_cast<size_t>(b.size * b.itemsize))});
+    r.infos.push_back(buffer.request());
+    const py::buffer_info& b = r.infos.back();
+    r.values.push_back({tensor, std::span(static_cast<const std::byte*>(b.ptr),
+                                          static_cast<size_t>(b.size * b.itemsize))});
   }
+  return r;
+}
+
+double step(AtenSession& s, const std::vector<std::tuple<int, py::buffer>>& batch,
+            const std::vector<double>& scalars) {
+  const Batch b = batch_values(batch);
   py::gil_scoped_release unlocked;
-  return s.step(values, scalars);
+  return s.step(b.values, scalars);
+}
+
+// AtenSession::begin: the bytes are copied before it returns.
+void begin(AtenSession& s, const std::vector<std::tuple<int, py::buffer>>& batch) {
+  const Batch b = batch_values(batch);
+  py::gil_scoped_release unlocked;
+  s.begin(b.values);
 }
 
 // Every persistent tensor: (tensor id, name, kind, bytes).
@@ -136,6 +152,21 @@ void bind_session(py::module_& m) {
       .def(py::init(&open_session), py::arg("graph"), py::arg("plan"), py::arg("exec"),
            py::arg("values"), py::arg("device") = "cpu", py::arg("threads") = 0)
       .def("step", &step, py::arg("batch"), py::arg("scalars") = std::vector<double>{})
+      .def("begin", &begin, py::arg("batch"))
+      .def(
+          "end",
+          [](AtenSession& s, const std::vector<double>& scalars) {
+            py::gil_scoped_release unlocked;
+            return s.end(scalars);
+          },
+          py::arg("scalars") = std::vector<double>{})
+      .def(
+          "abandon",
+          [](AtenSession& s, const std::string& why) {
+            py::gil_scoped_release unlocked;
+            s.abandon(why);
+          },
+          py::arg("why"))
       .def("finish", &finish)
       .def_property_readonly("steps", &AtenSession::steps)
       .def_property_readonly("step_wall_us", &step_wall_us);

@@ -30,9 +30,23 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
 
   // The op's accesses from the kernel table, less its workspace (the
   // captured ops have none), are its pointers in for_each_access order.
-  OpKernelHook hook = [k](int32_t op, bool recompute,
-                          std::span<const synthetic::KernelAccess> accesses, std::byte* arena,
-                          void* stream) {
+  // Note [Step scalars]: an iteration's values are asked for just before
+  // its first op that takes one (the optimizer's, at the end of the
+  // iteration), on the thread that runs the kernels, so that a training
+  // loop computes them while the forward and backward passes run. Ops run
+  // one at a time in the compute stream's order: no op reads the values
+  // while they change.
+  std::vector<char> takes_scalars(program.ops.size(), 0);
+  int iteration = -1;
+  int scalars_of = -1;  // the iteration whose values the kernels hold
+  OpKernelHook hook = [&, k](int32_t op, bool recompute,
+                             std::span<const synthetic::KernelAccess> accesses, std::byte* arena,
+                             void* stream) {
+    if (scalars_of != iteration && static_cast<size_t>(op) < takes_scalars.size() &&
+        takes_scalars[static_cast<size_t>(op)]) {
+      scalars_of = iteration;
+      if (std::vector<double> v = o.step_scalars(iteration); !v.empty()) k->set_step_scalars(v);
+    }
     std::byte* ptrs[64];
     std::vector<std::byte*> many;
     std::byte** out = ptrs;
@@ -66,13 +80,15 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
   ro.check_integrity = false;
   ro.agree = "kernels: aten";  // every rank (Note [Rank failures] in runtime/ranks.h)
   ro.next_batch = o.next_batch;
-  if (o.step_scalars)
+  if (o.step_scalars) {
     ro.next_batch = [&](int it) {
       if (o.next_batch && !o.next_batch(it)) return false;
-      // Every stream is idle between iterations: no op reads them now.
-      if (std::vector<double> v = o.step_scalars(it); !v.empty()) kernels->set_step_scalars(v);
+      iteration = it;
       return true;
     };
+    for (OpId op = 0; op < static_cast<OpId>(program.ops.size()); ++op)
+      takes_scalars[static_cast<size_t>(op)] = !program.ops[op].step_scalars.empty();
+  }
   ro.init_host = [&](TensorId t, std::byte* host, int64_t bytes) {
     if (o.batch_value && g.tensors[t].kind == TensorKind::kInput) {
       o.batch_value(t, host, bytes);

@@ -38,9 +38,10 @@ struct AtenRunOptions {
   std::function<bool(int iteration)> next_batch;
   std::function<void(TensorId, std::byte* host, int64_t bytes)> batch_value;
   std::function<void(int iteration, double loss)> on_loss;
-  // Note [Step scalars] (runtime/aten_program.h): after next_batch, the
-  // coming iteration's values (empty: those of the iteration before, at
-  // first the captured ones).
+  // Note [Step scalars] (runtime/aten_program.h): the iteration's values
+  // (empty: those of the iteration before, at first the captured ones),
+  // asked for once per iteration, just before its first op that takes one
+  // (on the thread that runs the kernels: it may wait for them).
   std::function<std::vector<double>(int iteration)> step_scalars;
 };
 

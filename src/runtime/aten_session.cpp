@@ -45,10 +45,7 @@ void AtenSession::run() {
       std::memcpy(host, v.data(), n);
       std::memset(host + n, 0, static_cast<size_t>(bytes) - n);
     };
-    o.step_scalars = [this](int) {
-      std::lock_guard<std::mutex> lock(m_);
-      return std::exchange(scalars_, {});
-    };
+    o.step_scalars = [this](int) { return wait_for_scalars(); };
     o.on_loss = [this](int, double loss) {
       std::lock_guard<std::mutex> lock(m_);
       loss_ = loss;
@@ -78,14 +75,32 @@ bool AtenSession::wait_for_batch(int) {
   return have_batch_;
 }
 
+std::vector<double> AtenSession::wait_for_scalars() {
+  std::unique_lock<std::mutex> lock(m_);
+  cv_.wait(lock, [&] { return have_scalars_ || !abandoned_.empty() || closing_; });
+  if (!have_scalars_)
+    throw Error(abandoned_.empty() ? "the session ended during a step" : abandoned_);
+  have_scalars_ = false;
+  return std::exchange(scalars_, {});
+}
+
 void AtenSession::rethrow_locked() {
   if (error_) std::rethrow_exception(error_);
 }
 
-double AtenSession::step(std::span<const BatchValue> batch, std::span<const double> scalars) {
+void AtenSession::check_scalars(std::span<const double> scalars) const {
   if (!scalars.empty() && scalars.size() != program_.step_scalars.size())
     throw Error(fmt::format("step: {} step scalars for an exec file with {}", scalars.size(),
                             program_.step_scalars.size()));
+}
+
+double AtenSession::step(std::span<const BatchValue> batch, std::span<const double> scalars) {
+  check_scalars(scalars);
+  begin(batch);
+  return end(scalars);
+}
+
+void AtenSession::begin(std::span<const BatchValue> batch) {
   // The batch is checked before the run sees it: a wrong one leaves the
   // session as it was.
   std::vector<uint8_t> given(graph_.tensors.size(), 0);
@@ -106,19 +121,48 @@ double AtenSession::step(std::span<const BatchValue> batch, std::span<const doub
       throw Error(fmt::format("step: no value for input '{}'", graph_.tensors[t].name));
 
   std::unique_lock<std::mutex> lock(m_);
+  if (in_step_) throw Error("step: begin() twice without end()");
   rethrow_locked();
   if (closing_ || done_) throw Error("step: the session is finished");
   for (const BatchValue& b : batch)
     batch_[b.tensor].assign(b.bytes.begin(), b.bytes.end());
-  scalars_.assign(scalars.begin(), scalars.end());
+  have_scalars_ = false;
   have_loss_ = false;
   have_batch_ = true;
+  in_step_ = true;
+  cv_.notify_all();
+}
+
+double AtenSession::end(std::span<const double> scalars) {
+  try {
+    check_scalars(scalars);
+  } catch (const Error& e) {
+    abandon(e.what());
+    throw;
+  }
+  std::unique_lock<std::mutex> lock(m_);
+  if (!in_step_) throw Error("step: end() without begin()");
+  in_step_ = false;
+  scalars_.assign(scalars.begin(), scalars.end());
+  have_scalars_ = true;
   cv_.notify_all();
   cv_.wait(lock, [&] { return have_loss_ || done_; });
   rethrow_locked();
   if (!have_loss_) throw Error("step: the run ended before the step");
   ++steps_;
   return loss_;
+}
+
+void AtenSession::abandon(const std::string& why) {
+  std::unique_lock<std::mutex> lock(m_);
+  if (!in_step_) return;
+  in_step_ = false;
+  // The run ends: at the iteration's wait for its scalars (with this
+  // error), or, when its ops take none, at its wait for the next batch.
+  abandoned_ = why.empty() ? "step abandoned" : why;
+  closing_ = true;
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return done_; });
 }
 
 const ValuesFile& AtenSession::finish() {

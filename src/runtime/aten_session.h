@@ -31,6 +31,7 @@
 #include <exception>
 #include <mutex>
 #include <span>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -68,6 +69,15 @@ class AtenSession {
   // first the captured ones). Throws sa::Error for a count that is not the
   // program's.
   double step(std::span<const BatchValue> batch, std::span<const double> scalars = {});
+  // step() in two halves, so that the caller computes the step's scalars
+  // while the iteration's forward and backward passes run: begin() checks
+  // and hands over the batch and returns at once; the iteration waits for
+  // end()'s scalars before its first op that takes one; end() returns the
+  // loss. Between them the only other call is abandon(why): the iteration
+  // (and the run) ends with sa::Error(why), thrown by end() and later calls.
+  void begin(std::span<const BatchValue> batch);
+  double end(std::span<const double> scalars = {});
+  void abandon(const std::string& why);
   // Ends the run and returns every persistent tensor's value; later calls
   // return the same. Throws the run's error, if it had one.
   const ValuesFile& finish();
@@ -81,6 +91,8 @@ class AtenSession {
  private:
   void run();
   bool wait_for_batch(int iteration);
+  std::vector<double> wait_for_scalars();
+  void check_scalars(std::span<const double> scalars) const;
   void rethrow_locked();
 
   Graph graph_;
@@ -94,6 +106,9 @@ class AtenSession {
   std::vector<std::vector<std::byte>> batch_;  // per tensor: the pending step's bytes
   std::vector<double> scalars_;                // the pending step's scalars (empty: as before)
   bool have_batch_ = false;                    // a step waits for its iteration
+  bool in_step_ = false;                       // between begin() and end()
+  bool have_scalars_ = false;                  // end() gave the pending step's scalars
+  std::string abandoned_;                      // abandon()'s reason
   bool have_loss_ = false;
   double loss_ = 0;
   bool closing_ = false;

@@ -2,8 +2,10 @@
 // kept going between steps, each on the batch it is given, trains as
 // run_plan_aten does with that batch at every iteration.
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -218,6 +220,54 @@ TEST(AtenSession, StepScalarsAreTheStepsValues) {
   }
   EXPECT_EQ(params, 4);
   EXPECT_EQ(moved, 4) << "the momentum buffers take the gradient whatever the lr";
+}
+
+// begin() and end(): the iteration runs its forward and backward passes on
+// begin()'s batch and waits for end()'s scalars before the optimizer's first
+// op, so that a step's values given late are that step's (lr 0 after a
+// pause: no parameter moves). abandon() ends the run with its reason; end()
+// with a wrong count abandons too.
+TEST(AtenSession, BeginAndEndTakeTheStepsScalarsLate) {
+  if (!aten_available()) GTEST_SKIP() << "built without libtorch";
+  Captured c = tiny_mlp("odswap");
+  c.program.step_scalars = {-0.01};
+  for (const OpId o : {20, 23, 26, 29}) c.program.ops[o].step_scalars = {{-1, "alpha", 0}};
+  const auto b = batch(c, 1);
+  std::vector<BatchValue> v;
+  const std::vector<TensorId> in = inputs(c.g);
+  for (size_t i = 0; i < in.size(); ++i)
+    v.push_back({in[i], b[i]});
+  const std::vector<double> lr = {-0.01}, none = {0.0};
+
+  AtenSession whole(c.g, c.plan, c.program, c.init, {});
+  AtenSession halves(c.g, c.plan, c.program, c.init, {});
+  EXPECT_EQ(whole.step(v, lr), (halves.begin(v), halves.end(lr)));
+  EXPECT_EQ(whole.step(v, lr), (halves.begin(v), halves.end(lr)));
+  halves.begin(v);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the iteration waits
+  halves.end(none);
+  const ValuesFile& a = whole.finish();
+  const ValuesFile& h = halves.finish();
+  for (const TensorValue& t : a.tensors)
+    if (c.g.tensors[t.tensor].kind == TensorKind::kParam)
+      EXPECT_EQ(h.find(t.tensor)->data, t.data) << t.name << " moved with lr 0";
+
+  AtenSession s(c.g, c.plan, c.program, c.init, {});
+  EXPECT_NE(sa::testing::error_of([&] { s.end(lr); }).find("without begin"), std::string::npos);
+  s.begin(v);
+  EXPECT_NE(sa::testing::error_of([&] { s.begin(v); }).find("twice"), std::string::npos);
+  s.abandon("the shadow optimizer failed");
+  EXPECT_NE(sa::testing::error_of([&] { s.step(v, lr); }).find("the shadow optimizer failed"),
+            std::string::npos);
+  EXPECT_NE(sa::testing::error_of([&] { s.finish(); }).find("the shadow optimizer failed"),
+            std::string::npos);
+
+  AtenSession wrong(c.g, c.plan, c.program, c.init, {});
+  wrong.begin(v);
+  EXPECT_NE(sa::testing::error_of([&] { wrong.end(std::vector<double>{1.0, 2.0}); }).find("2 step scalars"),
+            std::string::npos);
+  EXPECT_NE(sa::testing::error_of([&] { wrong.finish(); }).find("2 step scalars"),
+            std::string::npos);
 }
 
 }  // namespace

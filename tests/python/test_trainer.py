@@ -219,6 +219,11 @@ def case_schedule(sa, cache):
         # The schedule's values are step scalars: one capture serves every step.
         check(tr.captures == 1 and tr.plans_searched <= 1,
               f"{what}: 1 capture, at most 1 search (got {tr.captures}, {tr.plans_searched})")
+        # Settings of a known structure: the values of steps 2-6 computed
+        # while their forward and backward passes ran.
+        check(tr.steps_overlapped == 5,
+              f"{what}: 5 steps with their values computed during the step "
+              f"(got {tr.steps_overlapped})")
         bad = same_state(tr.state_dict(), ref.state_dict())
         check(not bad, f"{what}: the final state_dict equals eager's" +
               (f" (differs: {bad})" if bad else ""))
@@ -403,6 +408,25 @@ def case_mistakes(sa, cache):
                  lambda: tr.step([1, 2, 3], torch.zeros(3, dtype=torch.long)))
     expect_error(sa, "a forward pass that fails", ["forward"],
                  lambda: tr.step(torch.randn(4, 7), torch.zeros(4, dtype=torch.long)))
+    # The optimizer's values fail while the step runs (a shadow optimizer
+    # that raises): the step is abandoned, the session ends, and every later
+    # call says so rather than returning a stale state.
+    x, y = torch.randn(16, 32), torch.zeros(16, dtype=torch.long)
+    tr = sa.Trainer(net, sgd, loss_fn, memory_fraction=0.9, cache_dir=cache, time_budget=1,
+                    threads=1)
+    tr.step(x, y)
+    shadow = tr._shadow
+
+    class Failing:
+        structure_key = staticmethod(shadow.structure_key)
+
+        def step_values(self, groups, number):
+            raise RuntimeError("the shadow optimizer failed")
+    tr._shadow = Failing()
+    expect_error(sa, "optimizer values that fail during a step",
+                 ["the shadow optimizer failed", "abandoned"], lambda: tr.step(x, y))
+    tr._shadow = shadow
+    expect_error(sa, "state_dict() after an abandoned step", ["abandoned"], tr.state_dict)
 
 
 def main():
