@@ -305,6 +305,20 @@ class Trainer:
         self.optimizer._opt_called = True
         return torch.tensor(loss, dtype=c.loss_dtype)
 
+    def staged(self, batches, depth=2):
+        """Iterates over batches (a DataLoader, any iterable of (inputs,
+        target)) with the next `depth` loaded ahead by a thread while the
+        current step runs (the step releases the GIL), as contiguous CPU
+        tensors, pinned for device="cuda":
+
+            for x, y in trainer.staged(loader):
+                loss = trainer.step(x, y)
+
+        Errors of the loader come out of the loop at the batch they stopped
+        at (swapadvisor/staging.py)."""
+        from .staging import staged
+        return staged(batches, depth, pin=self.device == "cuda")
+
     def eval_step(self, inputs, target):
         """The loss of the model as trained so far on this batch, as
         `with torch.no_grad(): loss_fn(model.eval()(*inputs), target)` would

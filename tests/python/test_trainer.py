@@ -23,6 +23,10 @@ Cases:
                under no_grad, and training goes on as eager's.
   state        tied weights (one tensor under two state_dict names) and
                load_state_dict between steps, as eager PyTorch.
+  staged       Trainer.staged(loader): the same losses and state as the
+               plain loop, batches loaded while steps run (a loader that
+               waits), the loader's error raised at its batch, an early
+               break that stops the loading thread.
   mistakes     what a user can get wrong is a swapadvisor.Error with one
                clear line.
 Exit status 77 without torch.
@@ -366,6 +370,64 @@ def expect_error(sa, what, words, fn):
     check(False, f"{what}: no error")
 
 
+class Slow(torch.utils.data.Dataset):
+    """A dataset that waits `wait` s per item (storage standing in) and
+    fails at item `fail`."""
+
+    def __init__(self, base, wait, fail=None):
+        self.base, self.wait, self.fail = base, wait, fail
+        self.loaded = 0
+
+    def __len__(self):
+        return len(self.base)
+
+    def __getitem__(self, i):
+        if i == self.fail:
+            raise OSError(f"item {i} cannot be read")
+        time.sleep(self.wait)
+        self.loaded += 1
+        return self.base[i]
+
+
+def case_staged(sa, cache):
+    import threading
+    loss_fn = torch.nn.CrossEntropyLoss()
+    base = loader(n=96, batch=16).dataset
+    ref, mine = twins(40)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=0.9)
+    want = eager(ref, ref_opt, loss_fn, loader(n=96, batch=16))
+    opt = torch.optim.SGD(mine.parameters(), lr=0.05, momentum=0.9)
+    tr = sa.Trainer(mine, opt, loss_fn, memory_fraction=0.6, cache_dir=cache, time_budget=1,
+                    threads=1)
+    slow = Slow(base, wait=0.002)
+    got, ahead = [], []
+    for x, y in tr.staged(torch.utils.data.DataLoader(slow, batch_size=16), depth=2):
+        got.append(tr.step(x, y))
+        ahead.append(slow.loaded - 16 * len(got))  # items loaded beyond this step's batch
+    check(all(torch.equal(a, b) for a, b in zip(got, want)) and len(got) == 6,
+          f"staged: {len(got)} losses equal eager's bit for bit")
+    check(not same_state(tr.state_dict(), ref.state_dict()),
+          "staged: the final state_dict equals eager's")
+    check(max(ahead) >= 16, f"staged: the next batch was loaded during a step (items loaded "
+          f"ahead after each step: {ahead})")
+    failing = torch.utils.data.DataLoader(Slow(base, wait=0, fail=40), batch_size=16)
+    seen = 0
+    try:
+        for x, y in tr.staged(failing):
+            tr.step(x, y)
+            seen += 1
+        check(False, "staged: a failing loader raised nothing")
+    except OSError as e:
+        check(seen == 2 and "item 40" in str(e),
+              f"staged: the loader's error at its batch (after {seen} steps): {e}")
+    before = threading.active_count()
+    for x, y in tr.staged(torch.utils.data.DataLoader(Slow(base, wait=0.001), batch_size=16)):
+        break
+    check(threading.active_count() == before and
+          not any(t.name == "swapadvisor-staging" for t in threading.enumerate()),
+          "staged: an early break stops the loading thread")
+
+
 def case_mistakes(sa, cache):
     net = Net()
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -434,7 +496,7 @@ def main():
     ap.add_argument("--python", required=True, help="the build tree's python/ directory")
     ap.add_argument("--case", required=True,
                     choices=["equivalence", "schedule", "accumulate", "eval", "state",
-                             "mistakes"])
+                             "staged", "mistakes"])
     a = ap.parse_args()
     sys.path.insert(0, a.python)
     import swapadvisor as sa
@@ -443,7 +505,7 @@ def main():
         sys.exit(77)
     with tempfile.TemporaryDirectory(prefix="sa_trainer_") as cache:
         {"equivalence": case_equivalence, "schedule": case_schedule, "state": case_state,
-         "accumulate": case_accumulate, "eval": case_eval,
+         "accumulate": case_accumulate, "eval": case_eval, "staged": case_staged,
          "mistakes": case_mistakes}[a.case](sa, cache)
     if failures:
         print(f"{len(failures)} check(s) failed")
