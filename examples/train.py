@@ -16,9 +16,16 @@ plans it at --fraction of the step's peak live bytes (or within --budget)
 and runs every step on the host-emulated device (device="cpu"; "cuda" on a
 GPU build). Plans are cached (--cache), so a second run skips the search.
 
+The loop takes its batches through trainer.staged(loader), which loads the
+next ones while a step runs. --data-parallel, under `mpirun -np N`: each
+rank trains on its DistributedSampler shard, the gradients averaged.
+
 --check trains an eager copy of the model on the same batches and compares
-every loss and the final state_dict, bit for bit. --timing prints the
-step time through the Trainer beside the executor's own iteration time.
+every loss and the final state_dict, bit for bit (data-parallel: against
+an emulation of DistributedDataParallel). --timing prints the step time
+through the Trainer beside the executor's own iteration time.
+
+    mpirun -np 2 examples/train.py --model resnet18 --data-parallel --check
 """
 
 import argparse
@@ -133,7 +140,7 @@ def main():
     losses = []
     step_s = []
     for epoch in range(a.epochs):
-        for x, y in dataset(a.model, a.samples, a.batch, epoch, rank, ranks):
+        for x, y in trainer.staged(dataset(a.model, a.samples, a.batch, epoch, rank, ranks)):
             if len(losses) == steps:
                 break
             t0 = time.perf_counter()
