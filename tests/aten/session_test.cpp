@@ -248,9 +248,11 @@ TEST(AtenSession, BeginAndEndTakeTheStepsScalarsLate) {
   halves.end(none);
   const ValuesFile& a = whole.finish();
   const ValuesFile& h = halves.finish();
-  for (const TensorValue& t : a.tensors)
-    if (c.g.tensors[t.tensor].kind == TensorKind::kParam)
+  for (const TensorValue& t : a.tensors) {
+    if (c.g.tensors[t.tensor].kind == TensorKind::kParam) {
       EXPECT_EQ(h.find(t.tensor)->data, t.data) << t.name << " moved with lr 0";
+    }
+  }
 
   AtenSession s(c.g, c.plan, c.program, c.init, {});
   EXPECT_NE(sa::testing::error_of([&] { s.end(lr); }).find("without begin"), std::string::npos);
