@@ -1,0 +1,434 @@
+// The placed arena (Note [Arena planning]): ranges held or free, free runs by
+// size, and the window to evict when no run fits.
+
+#include "plan/swap/pass.h"
+
+namespace sa {
+using namespace swap_plan;  // this folder's types (pass.h)
+
+// Placed mode: splits the range that holds address `at` there (a free one:
+// both parts keep its release).
+void SwapPlanner::Pass::split_range(int64_t at) {
+  auto it = ranges_.upper_bound(at);
+  if (it == ranges_.begin()) return;
+  --it;
+  if (it->first == at || it->second.end <= at) return;
+  SA_CHECK(it->second.tenancy < 0, "splitting held range [{}, {}) at {}", it->first, it->second.end,
+           at);
+  Range right = it->second;
+  it->second.end = at;
+  ranges_.emplace_hint(std::next(it), at, right);
+}
+
+// Placed mode: a new tenancy of x at [at, at + bytes), which must be free;
+// taken_* get the releases of the ranges it covers.
+ObjectId SwapPlanner::Pass::take_range(ItemId x, int64_t at) {
+  const int64_t bytes = bytes_[x];
+  taken_compute_.clear();
+  taken_copy_.clear();
+  taken_pieces_.clear();
+  int32_t key = -1;
+  if (bytes > 0) {
+    split_range(at);
+    split_range(at + bytes);
+    auto it = ranges_.find(at);
+    while (it != ranges_.end() && it->first < at + bytes) {
+      const Range& r = it->second;
+      SA_CHECK(r.tenancy < 0, "item {} placed at [{}, {}) over tenancy {}", x, at, at + bytes,
+               r.tenancy);
+      key = std::max(key, r.key);
+      if (r.rel_compute >= 0) taken_compute_.push_back(r.rel_compute);
+      if (r.rel_copy >= 0) taken_copy_.push_back(r.rel_copy);
+      taken_pieces_.push_back({it->first, r});
+      it = ranges_.erase(it);
+    }
+  }
+  const ObjectId t = open_tenancy(x, key);
+  tenancies_[t].offset = at;
+  if (bytes > 0) {
+    ranges_.emplace(at, Range{at + bytes, t, -1, -1, -1});
+    run_remove(at, at + bytes);
+  }
+  return t;
+}
+
+// Placed mode: [at, end) has become free; it joins the runs around it.
+void SwapPlanner::Pass::run_add(int64_t at, int64_t end, int32_t key) {
+  auto next = runs_.lower_bound(at);
+  if (next != runs_.end() && next->first == end) {
+    const FreeRun n = next->second;
+    runs_by_size_.erase({n.end - next->first, next->first, n.key});
+    end = n.end;
+    key = std::max(key, n.key);
+    next = runs_.erase(next);
+  }
+  if (next != runs_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->second.end == at) {
+      runs_by_size_.erase({prev->second.end - prev->first, prev->first, prev->second.key});
+      at = prev->first;
+      key = std::max(key, prev->second.key);
+      runs_.erase(prev);
+    }
+  }
+  runs_.emplace(at, FreeRun{end, key});
+  runs_by_size_.insert({end - at, at, key});
+}
+
+// Placed mode: [at, end), inside one free run, is taken. What is left of the
+// run keeps its key (an upper bound of its ranges' release positions).
+void SwapPlanner::Pass::run_remove(int64_t at, int64_t end) {
+  auto it = runs_.upper_bound(at);
+  SA_CHECK(it != runs_.begin(), "no free run holds [{}, {})", at, end);
+  --it;
+  const int64_t run_at = it->first;
+  const FreeRun run = it->second;
+  SA_CHECK(run_at <= at && end <= run.end, "[{}, {}) is not inside free run [{}, {})", at, end,
+           run_at, run.end);
+  runs_by_size_.erase({run.end - run_at, run_at, run.key});
+  runs_.erase(it);
+  if (run_at < at) {
+    runs_.emplace(run_at, FreeRun{at, run.key});
+    runs_by_size_.insert({at - run_at, run_at, run.key});
+  }
+  if (end < run.end) {
+    runs_.emplace(end, FreeRun{run.end, run.key});
+    runs_by_size_.insert({run.end - end, end, run.key});
+  }
+}
+
+// Placed mode: evicts every resident that holds part of [at, at + bytes).
+void SwapPlanner::Pass::clear_range(int64_t at, int64_t bytes, int i) {
+  std::vector<ItemId> victims;
+  auto it = ranges_.upper_bound(at);
+  if (it != ranges_.begin()) --it;
+  for (; it != ranges_.end() && it->first < at + bytes; ++it) {
+    const ObjectId t = it->second.tenancy;
+    if (t < 0 || it->second.end <= at) continue;
+    const ItemId v = tenancies_[t].item;
+    // What a recompute made for nobody holds its range until the op ran;
+    // what a recompute used may go only after it.
+    if (obj_of_[v] != t || last_pos_[v] >= i) throw NoRoom{v, i};
+    victims.push_back(v);
+  }
+  for (ItemId v : victims)
+    evict(v);
+}
+
+// Placed mode: memory for x, needed before position i. Of the kFitsTried
+// smallest free runs that fit it, the one released earliest (a swap-in into
+// memory freed long ago can start at once; one into memory whose swap-out is
+// still running waits: the pool's rings take the object freed first for the
+// same reason); else a window of the
+// arena whose residents may all go, chosen as Belady would choose a victim:
+// windows around the residents whose next use is furthest (kCandidates of
+// them, preferring those whose last use leaves time for their copies), each
+// grown over its neighbours (free ones first, then the one used last) until
+// it holds x; the window whose earliest next use is furthest wins (among
+// those whose victims all leave time for their copies, when there are any),
+// then the one that evicts the fewest bytes.
+ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
+  constexpr int kCandidates = 6;
+  constexpr int kFitsTried = 32;  // free runs looked at, the smallest first
+  constexpr int kScanned = 64;    // residents looked at as victims, the furthest next use first
+  const int64_t need = bytes_[x];
+  if (need == 0) return take_range(x, 0);
+  {
+    // Of the few smallest free runs that fit, the one whose memory was
+    // released earliest (its last tenant's copies are the likeliest done).
+    int64_t best_run = -1;
+    int32_t best_key = INT32_MAX;
+    int tried = 0;
+    for (auto fit = runs_by_size_.lower_bound({need, INT64_MIN, INT32_MIN});
+         fit != runs_by_size_.end() && tried < kFitsTried; ++fit, ++tried) {
+      const auto [size, at, key] = *fit;
+      if (key < best_key) {
+        best_key = key;
+        best_run = at;
+        if (key < 0) break;  // never used: none is older
+      }
+    }
+    if (best_run >= 0) return take_range(x, best_run);
+  }
+
+  auto movable = [&](ItemId v) {
+    return listed_at_[v] >= 0 && pinned_[v] != i &&
+           !(dir_ && !dir_->never_evict.empty() && dir_->never_evict[v]);
+  };
+  struct Score {
+    bool eligible = true;
+    int64_t next_use = INT64_MAX;
+    int64_t evicted = 0;
+    bool operator<(const Score& o) const {  // better
+      if (eligible != o.eligible) return eligible;
+      if (next_use != o.next_use) return next_use > o.next_use;
+      return evicted < o.evicted;
+    }
+  };
+  // The candidates: the best residents by (eligible, next use), and the
+  // best of those about x's size (one of them alone makes room for x).
+  std::pair<Score, ItemId> top[2 * kCandidates];
+  int num_top = 0, num_sized = 0;
+  std::pair<Score, ItemId>* sized = top + kCandidates;
+  auto keep_best = [](std::pair<Score, ItemId>* list, int* n, const Score& sc, ItemId v) {
+    if (*n == kCandidates && !(sc < list[*n - 1].first)) return;
+    int k = *n < kCandidates ? (*n)++ : *n - 1;
+    for (; k > 0 && sc < list[k - 1].first; --k)
+      list[k] = list[k - 1];
+    list[k] = {sc, v};
+  };
+  // The kScanned residents with the furthest next use, best first. Stale
+  // entries on top of the lazy heap go for good; below it, the heap is
+  // walked in order without changing it (a frontier of its indices, the
+  // best first), and the walk stops once both lists hold kCandidates
+  // eligible victims: later entries have no later next use, so none could
+  // enter either list (popping 64 entries and pushing them back took most
+  // of the arena walk's time).
+  auto stale = [&](const VictimEntry& e) {
+    return e.version != heap_ver_[e.item] || listed_at_[e.item] < 0;
+  };
+  while (!victims_.empty() && stale(victims_.front())) {
+    std::pop_heap(victims_.begin(), victims_.end());
+    victims_.pop_back();
+  }
+  auto full = [](const std::pair<Score, ItemId>* list, int n) {
+    return n == kCandidates && list[n - 1].first.eligible;
+  };
+  frontier_.clear();
+  if (!victims_.empty()) frontier_.push_back(0);
+  const auto heap_size = static_cast<int32_t>(victims_.size());
+  auto later_entry = [&](int32_t a, int32_t b) { return victims_[a] < victims_[b]; };
+  for (int scanned = 0; !frontier_.empty() && scanned < kScanned;) {
+    std::pop_heap(frontier_.begin(), frontier_.end(), later_entry);
+    const int32_t k = frontier_.back();
+    frontier_.pop_back();
+    for (int32_t c = 2 * k + 1; c <= 2 * k + 2 && c < heap_size; ++c) {
+      frontier_.push_back(c);
+      std::push_heap(frontier_.begin(), frontier_.end(), later_entry);
+    }
+    const VictimEntry& e = victims_[k];
+    if (stale(e)) continue;
+    ++scanned;
+    const ItemId v = e.item;
+    if (!movable(v) || bytes_[v] == 0) continue;
+    const Score sc{eligible_victim(v, x, i, swap_in), e.key, 0};
+    keep_best(top, &num_top, sc, v);
+    if (bytes_[v] >= need && bytes_[v] <= 2 * need) keep_best(sized, &num_sized, sc, v);
+    if (full(top, num_top) && full(sized, num_sized)) break;
+  }
+  for (int k = 0; k < num_sized; ++k)
+    top[num_top++] = sized[k];
+  int64_t best_at = -1;
+  Score best;
+  std::vector<ItemId>& best_victims = best_victims_;
+  std::vector<ItemId>& victims = window_victims_;
+  best_victims.clear();
+  for (int c = 0; c < num_top; ++c) {
+    const ItemId v0 = top[c].second;
+    auto lo = ranges_.find(tenancies_[obj_of_[v0]].offset);
+    auto hi = std::next(lo);  // the window is [lo, hi)
+    Score sc = top[c].first;
+    sc.evicted = bytes_[v0];
+    victims.assign(1, v0);
+    int64_t covered = lo->second.end - lo->first;
+    bool ok = true;
+    while (ok && covered < need) {
+      // A neighbour's worth: free beats any resident; else the later next use.
+      auto worth = [&](const Range& r, Score* s) {
+        if (r.tenancy < 0) return 2;
+        const ItemId v = tenancies_[r.tenancy].item;
+        if (!movable(v)) return 0;
+        *s = {eligible_victim(v, x, i, swap_in), victim_key(v), bytes_[v]};
+        return 1;
+      };
+      Score sl, sr;
+      const int wl = lo != ranges_.begin() ? worth(std::prev(lo)->second, &sl) : 0;
+      const int wr = hi != ranges_.end() ? worth(hi->second, &sr) : 0;
+      const bool left = wl > wr || (wl == wr && wl == 1 && sl < sr);
+      if (std::max(wl, wr) == 0) {
+        ok = false;
+      } else if (left) {
+        --lo;
+        covered += lo->second.end - lo->first;
+        if (wl == 1) {
+          sc = {sc.eligible && sl.eligible, std::min(sc.next_use, sl.next_use),
+                sc.evicted + sl.evicted};
+          victims.push_back(tenancies_[lo->second.tenancy].item);
+        }
+      } else {
+        covered += hi->second.end - hi->first;
+        if (wr == 1) {
+          sc = {sc.eligible && sr.eligible, std::min(sc.next_use, sr.next_use),
+                sc.evicted + sr.evicted};
+          victims.push_back(tenancies_[hi->second.tenancy].item);
+        }
+        ++hi;
+      }
+    }
+    if (!ok) continue;
+    if (best_at < 0 || sc < best) {
+      best = sc;
+      best_at = lo->first;
+      best_victims = victims;
+    }
+  }
+  if (best_at < 0) {
+    // No window around a good victim: every window of the arena, and the
+    // op's own inputs not handled yet may go too (they come back before it
+    // runs), scored as needed now.
+    std::vector<std::pair<int64_t, int64_t>> span;  // (at, end) per range
+    std::vector<ItemId> who;                        // -1 free, -2 wall, else the victim
+    for (const auto& [at, r] : ranges_) {
+      ItemId v = -1;
+      if (r.tenancy >= 0) {
+        v = tenancies_[r.tenancy].item;
+        const bool pending = pinned_[v] == i && handled_[v] != i;
+        if (!(movable(v) || (pending && listed_at_[v] >= 0))) v = -2;
+      }
+      span.push_back({at, r.end});
+      who.push_back(v);
+    }
+    const int np = static_cast<int>(span.size());
+    for (int a = 0; a < np; ++a) {
+      if (who[a] == -2) continue;
+      Score sc;
+      victims.clear();
+      int64_t covered = 0;
+      for (int b = a; b < np && covered < need && who[b] != -2; ++b) {
+        if (who[b] >= 0) {
+          const ItemId v = who[b];
+          sc = {sc.eligible && eligible_victim(v, x, i, swap_in),
+                std::min(sc.next_use, pinned_[v] == i ? int64_t{i} : victim_key(v)),
+                sc.evicted + bytes_[v]};
+          victims.push_back(v);
+        }
+        covered += span[b].second - span[b].first;
+      }
+      if (covered < need) continue;
+      if (best_at < 0 || sc < best) {
+        best = sc;
+        best_at = span[a].first;
+        best_victims = victims;
+      }
+    }
+  }
+  if (best_at < 0) return kNoObject;
+  for (ItemId v : best_victims)
+    evict(v);
+  return take_range(x, best_at);
+}
+
+// Placed mode: the memory for everything op i needs that is not on the
+// device, the largest first, so that small items do not cut up the room the
+// large ones need. When they cannot all fit around the op's own resident
+// items (first fit decreasing into the runs between them), those leave too
+// and the op's items are laid out one after the other from offset 0 (op i
+// touches at most the capacity, so they fit): the op's inputs are moved.
+void SwapPlanner::Pass::preplace(int i) {
+  const OpId o = order_[i];
+  const Op& op = g_.ops[o];
+  std::vector<std::pair<ItemId, bool>> items;  // (item, created by op i)
+  for_each_access(op, [&](TensorId x, Access a) { items.push_back({x, a == Access::kCreate}); });
+  if (op.workspace_bytes > 0) items.push_back({n_ + o, true});
+  std::sort(items.begin(), items.end());
+  items.erase(std::unique(items.begin(), items.end(),
+                          [](const auto& a, const auto& b) { return a.first == b.first; }),
+              items.end());
+  auto by_size = [&](const auto& a, const auto& b) {
+    return bytes_[a.first] != bytes_[b.first] ? bytes_[a.first] > bytes_[b.first]
+                                              : a.first < b.first;
+  };
+  std::sort(items.begin(), items.end(), by_size);
+  for (const auto& it : items)
+    handled_[it.first] = i;  // walls for place(): none of them may go now
+  std::vector<std::pair<ItemId, bool>> needed;
+  std::vector<std::pair<int64_t, int64_t>> walls;  // the op's residents, by offset
+  for (const auto& it : items) {
+    if (obj_of_[it.first] == kNoObject)
+      needed.push_back(it);
+    else if (bytes_[it.first] > 0)
+      walls.push_back({tenancies_[obj_of_[it.first]].offset, bytes_[it.first]});
+  }
+  if (needed.empty()) return;
+  std::sort(walls.begin(), walls.end());
+  std::vector<int64_t> room;  // the runs between walls
+  int64_t at = 0;
+  for (const auto& [w, b] : walls) {
+    room.push_back(w - at);
+    at = w + b;
+  }
+  room.push_back(capacity_ - at);
+  bool fits = true;
+  for (const auto& [x, created] : needed) {
+    const int64_t need = bytes_[x];  // (clang cannot capture the structured binding)
+    auto r = std::find_if(room.begin(), room.end(), [need](int64_t left) { return left >= need; });
+    if (r == room.end()) {
+      fits = false;
+      break;
+    }
+    *r -= bytes_[x];
+  }
+  auto settle = [&](ItemId x, bool created, ObjectId obj) {
+    if (created) {
+      pre_obj_[x] = obj;
+      scratch_.insert(scratch_.end(), taken_copy_.begin(), taken_copy_.end());
+    } else {
+      arrival_[x] = swap_in(x, obj, -1, -1);
+    }
+  };
+  if (fits) {
+    // Reserve every range first; the copies come once all have one.
+    struct Reserved {
+      ItemId x;
+      bool created;
+      ObjectId t;
+      std::vector<StepId> compute, copy;
+      std::vector<std::pair<int64_t, Range>> pieces;
+    };
+    std::vector<Reserved> reserved;
+    for (const auto& [x, created] : needed) {
+      const ObjectId obj = place(x, i, !created);
+      if (obj == kNoObject) {
+        // The windows went elsewhere than first fit would have: give the
+        // ranges back as they were, and move the op's inputs.
+        for (auto r = reserved.rbegin(); r != reserved.rend(); ++r) {
+          if (bytes_[r->x] == 0) continue;
+          const int64_t at = tenancies_[r->t].offset;
+          ranges_.erase(at);
+          for (const auto& [p_at, piece] : r->pieces) {
+            ranges_.emplace(p_at, piece);
+            if (piece.tenancy < 0) run_add(p_at, piece.end, piece.key);
+          }
+        }
+        fits = false;
+        break;
+      }
+      reserved.push_back({x, created, obj, taken_compute_, taken_copy_, taken_pieces_});
+    }
+    if (fits) {
+      for (Reserved& r : reserved) {
+        taken_compute_ = std::move(r.compute);
+        taken_copy_ = std::move(r.copy);
+        settle(r.x, r.created, r.t);
+      }
+      return;
+    }
+  }
+  for (const auto& it : items)
+    if (obj_of_[it.first] != kNoObject) {
+      // Touched by a recompute before op i: it may only go after op i.
+      if (last_pos_[it.first] >= i) throw NoRoom{it.first, i};
+      evict(it.first);
+    }
+  int64_t total = 0;
+  for (const auto& it : items)
+    total += bytes_[it.first];
+  clear_range(0, total, i);
+  at = 0;
+  for (const auto& [x, created] : items) {
+    settle(x, created, take_range(x, at));
+    at += bytes_[x];
+  }
+}
+
+}  // namespace sa

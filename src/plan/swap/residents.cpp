@@ -1,0 +1,106 @@
+// The evictable residents of each class and the choice of a victim:
+// Belady's furthest next use (LRU for odswap), DTR's cost (Note [Swap planning]).
+
+#include "plan/swap/pass.h"
+
+namespace sa {
+using namespace swap_plan;  // this folder's types (pass.h)
+
+int64_t SwapPlanner::Pass::victim_key(ItemId x) const {
+  if (opt_.eviction == EvictionPolicy::kLru) return -static_cast<int64_t>(last_pos_[x]);
+  if (needed_later(x)) return uses_[use_begin_[x] + cursor_[x]];
+  // Persistent tensors are next used in the next iteration.
+  return num_uses(x) > 0 ? static_cast<int64_t>(m_) + uses_[use_begin_[x]] : INT64_MAX / 2;
+}
+
+void SwapPlanner::Pass::list_resident(ItemId x) {
+  auto& list = residents_[class_[x]];
+  listed_at_[x] = static_cast<int32_t>(list.size());
+  list.push_back(x);
+  heap_touch(x);
+}
+
+// Placed mode: x's victim key may have changed; older entries of x in the
+// heap are stale from now on.
+void SwapPlanner::Pass::heap_touch(ItemId x) {
+  if (!placed()) return;
+  ++heap_ver_[x];
+  if (listed_at_[x] < 0) return;
+  if (victims_.size() >
+      residents_[0].size() + residents_[0].size() / 2 + 64) {  // mostly stale: rebuild
+    victims_.clear();
+    for (ItemId v : residents_[0])
+      victims_.push_back({victim_key(v), v, heap_ver_[v]});
+    std::make_heap(victims_.begin(), victims_.end());
+    return;
+  }
+  victims_.push_back({victim_key(x), x, heap_ver_[x]});
+  std::push_heap(victims_.begin(), victims_.end());
+}
+
+void SwapPlanner::Pass::unlist_resident(ItemId x) {
+  const int32_t at = listed_at_[x];
+  if (at < 0) return;
+  if (placed()) ++heap_ver_[x];
+  auto& list = residents_[class_[x]];
+  const ItemId moved = list.back();
+  list[at] = moved;
+  listed_at_[moved] = at;
+  list.pop_back();
+  listed_at_[x] = -1;
+}
+
+// The resident to evict so that x (needed before position i) gets memory:
+// the one with the furthest next use (Belady; LRU: the oldest last use),
+// among those whose eviction leaves time for its copies when there are any
+// (ties: the larger item id, for determinism). -1 if none may go.
+ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) const {
+  if (dtr()) return pick_dtr_victim(x, i);
+  ItemId best = -1, best_eligible = -1;
+  int64_t best_key = 0, best_eligible_key = 0;
+  for (ItemId v : residents_[class_[x]]) {
+    if (pinned_[v] == i || (dir_ && !dir_->never_evict.empty() && dir_->never_evict[v])) continue;
+    const int64_t key = victim_key(v);
+    if (best < 0 || key > best_key || (key == best_key && v > best)) {
+      best = v;
+      best_key = key;
+    }
+    if (best_eligible >= 0 &&
+        (key < best_eligible_key || (key == best_eligible_key && v < best_eligible)))
+      continue;
+    if (eligible_victim(v, x, i, swap_in)) {
+      best_eligible = v;
+      best_eligible_key = key;
+    }
+  }
+  return best_eligible >= 0 ? best_eligible : best;
+}
+
+// EvictionPolicy::kDtr: of the residents that may be dropped to be
+// recomputed, the one with the smallest DTR score (Note [DTR heuristic]),
+// staleness counted in op time from the start of its last access to
+// position i (ties: the larger item id). -1 if none may go.
+ItemId SwapPlanner::Pass::pick_dtr_victim(ItemId x, int i) const {
+  ItemId best = -1;
+  double best_h = 0;
+  for (ItemId v : residents_[class_[x]]) {
+    if (pinned_[v] == i || bytes_[v] == 0 || !may_drop_to_recompute(v)) continue;
+    const double h =
+        DtrCost::score(dtr_cost_->cost(v), bytes_[v], prefix_[i] - prefix_[last_pos_[v]]);
+    if (best < 0 || h < best_h || (h == best_h && v > best)) {
+      best = v;
+      best_h = h;
+    }
+  }
+  return best;
+}
+
+// Whether v's last use is long enough ago, in op time before position i,
+// for the copies its eviction for x needs (the paper's eviction threshold).
+bool SwapPlanner::Pass::eligible_victim(ItemId v, ItemId x, int i, bool swap_in) const {
+  const double need = (swap_in ? h2d_us_[x] : 0.0) + (needs_copy(v) ? d2h_us_[v] : 0.0);
+  const double elapsed = prefix_[i] - prefix_[last_pos_[v] + 1];
+  return elapsed >= opt_.eviction_threshold * need;
+}
+
+}  // namespace sa
