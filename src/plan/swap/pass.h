@@ -114,6 +114,20 @@ struct NoRoom {
   int position;
 };
 
+// Placed mode: how good a window of the arena is to evict (better first):
+// its victims all eligible (their copies can finish in time), then the
+// latest earliest next use among them, then the fewest bytes evicted.
+struct WindowScore {
+  bool eligible = true;
+  int64_t next_use = INT64_MAX;
+  int64_t evicted = 0;
+  bool operator<(const WindowScore& o) const {  // better
+    if (eligible != o.eligible) return eligible;
+    if (next_use != o.next_use) return next_use > o.next_use;
+    return evicted < o.evicted;
+  }
+};
+
 // Per class, its items (tensors and workspaces).
 inline std::vector<int32_t> item_counts(const SizeTable& sizes, std::span<const ClassId> cls) {
   std::vector<int32_t> cnt(cls.empty() ? 0 : *std::max_element(cls.begin(), cls.end()) + 1, 0);
@@ -134,6 +148,7 @@ class SwapPlanner::Pass {
   using TempStep = swap_plan::TempStep;
   using Tenancy = swap_plan::Tenancy;
   using Mode = swap_plan::Mode;
+  using WindowScore = swap_plan::WindowScore;
 
  public:
   Pass(const Graph& g, const SizeTable& sizes, std::span<const double> op_us,
@@ -353,6 +368,12 @@ class SwapPlanner::Pass {
   void split_range(int64_t at);
   ObjectId take_range(ItemId x, int64_t at);
   ObjectId place(ItemId x, int i, bool swap_in);
+  static constexpr int kWindowCandidates = 6;  // victims place() grows windows around
+  int64_t free_run_for(int64_t need) const;
+  bool movable(ItemId v, int i) const;
+  int victim_candidates(ItemId x, int i, bool swap_in, std::pair<WindowScore, ItemId>* top);
+  void window_around_victims(ItemId x, int i, bool swap_in, WindowScore* best, int64_t* best_at);
+  void window_anywhere(ItemId x, int i, bool swap_in, WindowScore* best, int64_t* best_at);
   void clear_range(int64_t at, int64_t bytes, int i);
   bool eligible_victim(ItemId v, ItemId x, int i, bool swap_in) const;
 };

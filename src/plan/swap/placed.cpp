@@ -128,49 +128,59 @@ void SwapPlanner::Pass::clear_range(int64_t at, int64_t bytes, int i) {
 // those whose victims all leave time for their copies, when there are any),
 // then the one that evicts the fewest bytes.
 ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
-  constexpr int kCandidates = 6;
-  constexpr int kFitsTried = 32;  // free runs looked at, the smallest first
-  constexpr int kScanned = 64;    // residents looked at as victims, the furthest next use first
   const int64_t need = bytes_[x];
   if (need == 0) return take_range(x, 0);
-  {
-    // Of the few smallest free runs that fit, the one whose memory was
-    // released earliest (its last tenant's copies are the likeliest done).
-    int64_t best_run = -1;
-    int32_t best_key = INT32_MAX;
-    int tried = 0;
-    for (auto fit = runs_by_size_.lower_bound({need, INT64_MIN, INT32_MIN});
-         fit != runs_by_size_.end() && tried < kFitsTried; ++fit, ++tried) {
-      const auto [size, at, key] = *fit;
-      if (key < best_key) {
-        best_key = key;
-        best_run = at;
-        if (key < 0) break;  // never used: none is older
-      }
-    }
-    if (best_run >= 0) return take_range(x, best_run);
-  }
+  if (const int64_t at = free_run_for(need); at >= 0) return take_range(x, at);
+  WindowScore best;
+  int64_t best_at = -1;
+  best_victims_.clear();
+  window_around_victims(x, i, swap_in, &best, &best_at);
+  if (best_at < 0) window_anywhere(x, i, swap_in, &best, &best_at);
+  if (best_at < 0) return kNoObject;
+  for (ItemId v : best_victims_)
+    evict(v);
+  return take_range(x, best_at);
+}
 
-  auto movable = [&](ItemId v) {
-    return listed_at_[v] >= 0 && pinned_[v] != i &&
-           !(dir_ && !dir_->never_evict.empty() && dir_->never_evict[v]);
-  };
-  struct Score {
-    bool eligible = true;
-    int64_t next_use = INT64_MAX;
-    int64_t evicted = 0;
-    bool operator<(const Score& o) const {  // better
-      if (eligible != o.eligible) return eligible;
-      if (next_use != o.next_use) return next_use > o.next_use;
-      return evicted < o.evicted;
+// Placed mode: of the few smallest free runs that fit `need` bytes, the one
+// whose memory was released earliest (its last tenant's copies are the
+// likeliest done); -1 when none fits.
+int64_t SwapPlanner::Pass::free_run_for(int64_t need) const {
+  constexpr int kFitsTried = 32;  // free runs looked at, the smallest first
+  int64_t best_run = -1;
+  int32_t best_key = INT32_MAX;
+  int tried = 0;
+  for (auto fit = runs_by_size_.lower_bound({need, INT64_MIN, INT32_MIN});
+       fit != runs_by_size_.end() && tried < kFitsTried; ++fit, ++tried) {
+    const auto [size, at, key] = *fit;
+    if (key < best_key) {
+      best_key = key;
+      best_run = at;
+      if (key < 0) break;  // never used: none is older
     }
-  };
-  // The candidates: the best residents by (eligible, next use), and the
-  // best of those about x's size (one of them alone makes room for x).
-  std::pair<Score, ItemId> top[2 * kCandidates];
+  }
+  return best_run;
+}
+
+// Placed mode: whether resident v may be evicted for op i's items.
+bool SwapPlanner::Pass::movable(ItemId v, int i) const {
+  return listed_at_[v] >= 0 && pinned_[v] != i &&
+         !(dir_ && !dir_->never_evict.empty() && dir_->never_evict[v]);
+}
+
+// Placed mode: the candidates for place(x): the best residents by
+// (eligible, next use), and the best of those about x's size (one of them
+// alone makes room for x), into top (2 * kWindowCandidates entries);
+// returns how many.
+int SwapPlanner::Pass::victim_candidates(ItemId x, int i, bool swap_in,
+                                         std::pair<WindowScore, ItemId>* top) {
+  constexpr int kCandidates = kWindowCandidates;
+  constexpr int kScanned = 64;  // residents looked at as victims, the furthest next use first
+  const int64_t need = bytes_[x];
   int num_top = 0, num_sized = 0;
-  std::pair<Score, ItemId>* sized = top + kCandidates;
-  auto keep_best = [](std::pair<Score, ItemId>* list, int* n, const Score& sc, ItemId v) {
+  std::pair<WindowScore, ItemId>* sized = top + kCandidates;
+  auto keep_best = [](std::pair<WindowScore, ItemId>* list, int* n, const WindowScore& sc,
+                      ItemId v) {
     if (*n == kCandidates && !(sc < list[*n - 1].first)) return;
     int k = *n < kCandidates ? (*n)++ : *n - 1;
     for (; k > 0 && sc < list[k - 1].first; --k)
@@ -191,7 +201,7 @@ ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
     std::pop_heap(victims_.begin(), victims_.end());
     victims_.pop_back();
   }
-  auto full = [](const std::pair<Score, ItemId>* list, int n) {
+  auto full = [](const std::pair<WindowScore, ItemId>* list, int n) {
     return n == kCandidates && list[n - 1].first.eligible;
   };
   frontier_.clear();
@@ -210,38 +220,45 @@ ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
     if (stale(e)) continue;
     ++scanned;
     const ItemId v = e.item;
-    if (!movable(v) || bytes_[v] == 0) continue;
-    const Score sc{eligible_victim(v, x, i, swap_in), e.key, 0};
+    if (!movable(v, i) || bytes_[v] == 0) continue;
+    const WindowScore sc{eligible_victim(v, x, i, swap_in), e.key, 0};
     keep_best(top, &num_top, sc, v);
     if (bytes_[v] >= need && bytes_[v] <= 2 * need) keep_best(sized, &num_sized, sc, v);
     if (full(top, num_top) && full(sized, num_sized)) break;
   }
   for (int k = 0; k < num_sized; ++k)
     top[num_top++] = sized[k];
-  int64_t best_at = -1;
-  Score best;
-  std::vector<ItemId>& best_victims = best_victims_;
+  return num_top;
+}
+
+// Placed mode: the best window to evict for x grown around each candidate
+// victim (victim_candidates) until it holds x, into *best, *best_at and
+// best_victims_ (unchanged when no window is better).
+void SwapPlanner::Pass::window_around_victims(ItemId x, int i, bool swap_in, WindowScore* best,
+                                              int64_t* best_at) {
+  const int64_t need = bytes_[x];
+  std::pair<WindowScore, ItemId> top[2 * kWindowCandidates];
+  const int num_top = victim_candidates(x, i, swap_in, top);
   std::vector<ItemId>& victims = window_victims_;
-  best_victims.clear();
   for (int c = 0; c < num_top; ++c) {
     const ItemId v0 = top[c].second;
     auto lo = ranges_.find(tenancies_[obj_of_[v0]].offset);
     auto hi = std::next(lo);  // the window is [lo, hi)
-    Score sc = top[c].first;
+    WindowScore sc = top[c].first;
     sc.evicted = bytes_[v0];
     victims.assign(1, v0);
     int64_t covered = lo->second.end - lo->first;
     bool ok = true;
     while (ok && covered < need) {
       // A neighbour's worth: free beats any resident; else the later next use.
-      auto worth = [&](const Range& r, Score* s) {
+      auto worth = [&](const Range& r, WindowScore* s) {
         if (r.tenancy < 0) return 2;
         const ItemId v = tenancies_[r.tenancy].item;
-        if (!movable(v)) return 0;
+        if (!movable(v, i)) return 0;
         *s = {eligible_victim(v, x, i, swap_in), victim_key(v), bytes_[v]};
         return 1;
       };
-      Score sl, sr;
+      WindowScore sl, sr;
       const int wl = lo != ranges_.begin() ? worth(std::prev(lo)->second, &sl) : 0;
       const int wr = hi != ranges_.end() ? worth(hi->second, &sr) : 0;
       const bool left = wl > wr || (wl == wr && wl == 1 && sl < sr);
@@ -266,56 +283,56 @@ ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
       }
     }
     if (!ok) continue;
-    if (best_at < 0 || sc < best) {
-      best = sc;
-      best_at = lo->first;
-      best_victims = victims;
+    if (*best_at < 0 || sc < *best) {
+      *best = sc;
+      *best_at = lo->first;
+      best_victims_ = victims;
     }
   }
-  if (best_at < 0) {
-    // No window around a good victim: every window of the arena, and the
-    // op's own inputs not handled yet may go too (they come back before it
-    // runs), scored as needed now.
-    std::vector<std::pair<int64_t, int64_t>> span;  // (at, end) per range
-    std::vector<ItemId> who;                        // -1 free, -2 wall, else the victim
-    for (const auto& [at, r] : ranges_) {
-      ItemId v = -1;
-      if (r.tenancy >= 0) {
-        v = tenancies_[r.tenancy].item;
-        const bool pending = pinned_[v] == i && handled_[v] != i;
-        if (!(movable(v) || (pending && listed_at_[v] >= 0))) v = -2;
-      }
-      span.push_back({at, r.end});
-      who.push_back(v);
+}
+
+// Placed mode, when no window around a good victim holds x: every window of
+// the arena, and the op's own inputs not handled yet may go too (they come
+// back before it runs), scored as needed now.
+void SwapPlanner::Pass::window_anywhere(ItemId x, int i, bool swap_in, WindowScore* best,
+                                        int64_t* best_at) {
+  const int64_t need = bytes_[x];
+  std::vector<ItemId>& victims = window_victims_;
+  std::vector<std::pair<int64_t, int64_t>> span;  // (at, end) per range
+  std::vector<ItemId> who;                        // -1 free, -2 wall, else the victim
+  for (const auto& [at, r] : ranges_) {
+    ItemId v = -1;
+    if (r.tenancy >= 0) {
+      v = tenancies_[r.tenancy].item;
+      const bool pending = pinned_[v] == i && handled_[v] != i;
+      if (!(movable(v, i) || (pending && listed_at_[v] >= 0))) v = -2;
     }
-    const int np = static_cast<int>(span.size());
-    for (int a = 0; a < np; ++a) {
-      if (who[a] == -2) continue;
-      Score sc;
-      victims.clear();
-      int64_t covered = 0;
-      for (int b = a; b < np && covered < need && who[b] != -2; ++b) {
-        if (who[b] >= 0) {
-          const ItemId v = who[b];
-          sc = {sc.eligible && eligible_victim(v, x, i, swap_in),
-                std::min(sc.next_use, pinned_[v] == i ? int64_t{i} : victim_key(v)),
-                sc.evicted + bytes_[v]};
-          victims.push_back(v);
-        }
-        covered += span[b].second - span[b].first;
+    span.push_back({at, r.end});
+    who.push_back(v);
+  }
+  const int np = static_cast<int>(span.size());
+  for (int a = 0; a < np; ++a) {
+    if (who[a] == -2) continue;
+    WindowScore sc;
+    victims.clear();
+    int64_t covered = 0;
+    for (int b = a; b < np && covered < need && who[b] != -2; ++b) {
+      if (who[b] >= 0) {
+        const ItemId v = who[b];
+        sc = {sc.eligible && eligible_victim(v, x, i, swap_in),
+              std::min(sc.next_use, pinned_[v] == i ? int64_t{i} : victim_key(v)),
+              sc.evicted + bytes_[v]};
+        victims.push_back(v);
       }
-      if (covered < need) continue;
-      if (best_at < 0 || sc < best) {
-        best = sc;
-        best_at = span[a].first;
-        best_victims = victims;
-      }
+      covered += span[b].second - span[b].first;
+    }
+    if (covered < need) continue;
+    if (*best_at < 0 || sc < *best) {
+      *best = sc;
+      *best_at = span[a].first;
+      best_victims_ = victims;
     }
   }
-  if (best_at < 0) return kNoObject;
-  for (ItemId v : best_victims)
-    evict(v);
-  return take_range(x, best_at);
 }
 
 // Placed mode: the memory for everything op i needs that is not on the
