@@ -191,6 +191,11 @@ class SwapPlanner::Pass {
 
  private:
   bool run(const std::vector<ResidentTensor>& resident, bool fix_up);
+  void reset_pass();
+  std::vector<ResidentTensor> start_pass(const std::vector<ResidentTensor>& resident_in);
+  void walk_op(int i);
+  void put_back(const std::vector<ResidentTensor>& resident);
+  void write_back(const std::vector<ResidentTensor>& resident, bool fix_up);
   void bind_ops(std::span<const OpId> order, const PlannerOptions& opt,
                 const Directives* directives);
   std::vector<int32_t> by_key(std::span<const int32_t> visit) const;

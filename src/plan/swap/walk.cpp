@@ -219,6 +219,31 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
 }
 
 bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool fix_up) {
+  reset_pass();
+  std::vector<ResidentTensor> resident = start_pass(resident_in);
+  for (int i = 0; i < m_; ++i)
+    walk_op(i);
+  // The end of the iteration. The tensors of `resident` must be in their
+  // objects, at their latest value, for the next iteration. Those that are
+  // not (evicted on the way) are put back when fix_up: their objects are
+  // freed and they are copied in again; otherwise the pass is inconsistent.
+  // In the arena, a tensor of `resident` that came back on the way and is
+  // still on the device needs no copy: its last tenancy joins its first one
+  // in the packing (one offset). Every other persistent tensor on the device
+  // is written back if modified, else dropped.
+  bool consistent = true;
+  for (const ResidentTensor& r : resident)
+    consistent = consistent && obj_of_[r.tensor] == r.object;
+  if (!consistent && fix_up) {
+    put_back(resident);
+    consistent = true;
+  }
+  write_back(resident, fix_up);
+  return consistent;
+}
+
+// The per-pass state, as before the first op.
+void SwapPlanner::Pass::reset_pass() {
   const int items = num_items_;
   obj_of_.assign(items, kNoObject);
   dirty_.assign(items, 0);
@@ -248,8 +273,12 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
   access_objects_.assign(access_begin_[m_], kNoObject);
   resident_at_end_.clear();
   last_compute_ = -1;
+}
 
-  // In the arena, the residents' objects are this pass's first tenancies.
+// The initial resident set in place (in the arena, as this pass's first
+// tenancies) and the free memory around it; returns it with its objects.
+std::vector<ResidentTensor> SwapPlanner::Pass::start_pass(
+    const std::vector<ResidentTensor>& resident_in) {
   std::vector<ResidentTensor> resident = resident_in;
   if (placed()) {  // the residents' offsets, from the tenancies of the pass before
     start_offset_.resize(n_);
@@ -308,83 +337,82 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
       peak_in_use[c] = std::max(peak_in_use[c], cap - ring_size_[c]);
     }
 
-  for (int i = 0; i < m_; ++i) {
-    now_ = i;
-    const OpId o = order_[i];
-    const Op& op = g_.ops[o];
-    for_each_access(op, [&](TensorId x, Access) { pinned_[x] = i; });
-    if (op.workspace_bytes > 0) pinned_[n_ + o] = i;
-    if (dir_ && !dir_->fetch_before.empty())
-      for (TensorId x : dir_->fetch_before[i])
-        fetch(x, i);
-    place_op(i);
-    std::sort(scratch_.begin(), scratch_.end());
-    scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
-    const int32_t wb = static_cast<int32_t>(waits_.size());
-    waits_.insert(waits_.end(), scratch_.begin(), scratch_.end());
-    steps_.push_back(
-        {StepKind::kCompute, o, kNoObject, i, wb, static_cast<int32_t>(waits_.size())});
-    last_compute_ = static_cast<StepId>(steps_.size()) - 1;
-    after_op(i, last_compute_);
-    now_ = i + 1;
-    if (dir_ && !dir_->evict_after.empty())
-      for (TensorId x : dir_->evict_after[i]) {
-        const ObjectId obj = obj_of_[x];
-        if (obj == kNoObject) continue;
-        if (dir_->drop_only && needs_copy(x) && !may_drop_to_recompute(x)) continue;
-        evict(x);
-        ring_push(class_[x], obj);
-      }
-  }
+  return resident;
+}
 
-  // The end of the iteration. The tensors of `resident` must be in their
-  // objects, at their latest value, for the next iteration. Those that are
-  // not (evicted on the way) are put back when fix_up: their objects are
-  // freed and they are copied in again; otherwise the pass is inconsistent.
-  // In the arena, a tensor of `resident` that came back on the way and is
-  // still on the device needs no copy: its last tenancy joins its first one
-  // in the packing (one offset). Every other persistent tensor on the device
-  // is written back if modified, else dropped.
-  bool consistent = true;
-  for (const ResidentTensor& r : resident)
-    consistent = consistent && obj_of_[r.tensor] == r.object;
-  if (!consistent && fix_up) {
-    std::vector<ResidentTensor> misplaced;
-    for (const ResidentTensor& r : resident)
-      if (obj_of_[r.tensor] != r.object) misplaced.push_back(r);
-    if (placed()) {
-      // Each goes back to its own offset: whatever holds it leaves first.
-      for (const ResidentTensor& r : misplaced)
-        if (obj_of_[r.tensor] != kNoObject) evict(r.tensor);
-      for (const ResidentTensor& r : misplaced)
-        clear_range(start_offset_[r.tensor], bytes_[r.tensor], m_);
-      for (const ResidentTensor& r : misplaced)
-        swap_in(r.tensor, take_range(r.tensor, start_offset_[r.tensor]), -1, -1);
-    } else if (arena()) {
-      // Others leave first, so that the bytes are there.
-      std::vector<uint8_t> wanted(items, 0);
-      for (const ResidentTensor& r : resident)
-        wanted[r.tensor] = 1;
-      for (TensorId x = 0; x < n_; ++x)
-        if (obj_of_[x] != kNoObject && !wanted[x]) evict(x);
-      for (const ResidentTensor& r : misplaced) {
-        ObjectId obj = obj_of_[r.tensor];
-        if (obj == kNoObject) {
-          obj = open_tenancy(r.tensor, take_bytes(bytes_[r.tensor], true));
-          swap_in(r.tensor, obj, -1, -1);
-        }
-        tenancies_[obj].unit = r.object;
-      }
-    } else {
-      for (const ResidentTensor& r : misplaced)
-        if (tenant_[r.object] >= 0) evict(tenant_[r.object]);
-      for (const ResidentTensor& r : misplaced)
-        if (obj_of_[r.tensor] != kNoObject) evict(r.tensor);
-      for (const ResidentTensor& r : misplaced)
-        swap_in(r.tensor, r.object, -1, -1);
+// Op i of the order: its items made resident, its compute step, what it
+// releases, and the directives' fetches and evictions around it.
+void SwapPlanner::Pass::walk_op(int i) {
+  now_ = i;
+  const OpId o = order_[i];
+  const Op& op = g_.ops[o];
+  for_each_access(op, [&](TensorId x, Access) { pinned_[x] = i; });
+  if (op.workspace_bytes > 0) pinned_[n_ + o] = i;
+  if (dir_ && !dir_->fetch_before.empty())
+    for (TensorId x : dir_->fetch_before[i])
+      fetch(x, i);
+  place_op(i);
+  std::sort(scratch_.begin(), scratch_.end());
+  scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+  const int32_t wb = static_cast<int32_t>(waits_.size());
+  waits_.insert(waits_.end(), scratch_.begin(), scratch_.end());
+  steps_.push_back({StepKind::kCompute, o, kNoObject, i, wb, static_cast<int32_t>(waits_.size())});
+  last_compute_ = static_cast<StepId>(steps_.size()) - 1;
+  after_op(i, last_compute_);
+  now_ = i + 1;
+  if (dir_ && !dir_->evict_after.empty())
+    for (TensorId x : dir_->evict_after[i]) {
+      const ObjectId obj = obj_of_[x];
+      if (obj == kNoObject) continue;
+      if (dir_->drop_only && needs_copy(x) && !may_drop_to_recompute(x)) continue;
+      evict(x);
+      ring_push(class_[x], obj);
     }
-    consistent = true;
+}
+
+// End of a pass that is not consistent (fix_up): the tensors of `resident`
+// evicted on the way are copied back into their objects, whatever holds
+// those memory leaving first.
+void SwapPlanner::Pass::put_back(const std::vector<ResidentTensor>& resident) {
+  std::vector<ResidentTensor> misplaced;
+  for (const ResidentTensor& r : resident)
+    if (obj_of_[r.tensor] != r.object) misplaced.push_back(r);
+  if (placed()) {
+    // Each goes back to its own offset: whatever holds it leaves first.
+    for (const ResidentTensor& r : misplaced)
+      if (obj_of_[r.tensor] != kNoObject) evict(r.tensor);
+    for (const ResidentTensor& r : misplaced)
+      clear_range(start_offset_[r.tensor], bytes_[r.tensor], m_);
+    for (const ResidentTensor& r : misplaced)
+      swap_in(r.tensor, take_range(r.tensor, start_offset_[r.tensor]), -1, -1);
+  } else if (arena()) {
+    // Others leave first, so that the bytes are there.
+    std::vector<uint8_t> wanted(num_items_, 0);
+    for (const ResidentTensor& r : resident)
+      wanted[r.tensor] = 1;
+    for (TensorId x = 0; x < n_; ++x)
+      if (obj_of_[x] != kNoObject && !wanted[x]) evict(x);
+    for (const ResidentTensor& r : misplaced) {
+      ObjectId obj = obj_of_[r.tensor];
+      if (obj == kNoObject) {
+        obj = open_tenancy(r.tensor, take_bytes(bytes_[r.tensor], true));
+        swap_in(r.tensor, obj, -1, -1);
+      }
+      tenancies_[obj].unit = r.object;
+    }
+  } else {
+    for (const ResidentTensor& r : misplaced)
+      if (tenant_[r.object] >= 0) evict(tenant_[r.object]);
+    for (const ResidentTensor& r : misplaced)
+      if (obj_of_[r.tensor] != kNoObject) evict(r.tensor);
+    for (const ResidentTensor& r : misplaced)
+      swap_in(r.tensor, r.object, -1, -1);
   }
+}
+
+// End of a pass: every persistent tensor on the device but the resident set
+// kept for the next iteration is written back if modified, else dropped.
+void SwapPlanner::Pass::write_back(const std::vector<ResidentTensor>& resident, bool fix_up) {
   std::vector<uint8_t> keep(arena() ? tenancies_.size() : num_objects_, 0);
   for (const ResidentTensor& r : resident) {
     const ObjectId obj = obj_of_[r.tensor];
@@ -401,7 +429,6 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
     if (arena()) release(obj, last_step_[x], step, last_pos_[x]);
   }
   if (arena()) resident_in_arena_ = resident;
-  return consistent;
 }
 
 std::vector<ResidentTensor> SwapPlanner::Pass::run_passes(std::span<const int32_t> cnt) {
