@@ -594,6 +594,21 @@ class TorchKernels final : public AtenKernels {
     throw Error(fmt::format("unsupported list type {}[]", elem->str()));
   }
 
+  // Whether result r (encoded as enc) lies, even in part, in the object of an
+  // output of gop other than its own.
+  bool in_another_output(const Call& call, const Op& gop, const json& enc,
+                         const at::Tensor& r) const {
+    const TensorId own = enc.at("tensor").get<TensorId>();
+    const auto* rb = static_cast<const std::byte*>(r.storage().data());
+    const size_t rn = r.storage().nbytes();
+    for (TensorId t : gop.outputs) {
+      if (t == own) continue;
+      const std::byte* obj = call.storage.at(t).first;
+      if (rb < obj + g_.tensors[t].bytes && obj < rb + rn) return true;
+    }
+    return false;
+  }
+
   // A result the op created: in its object with the captured geometry, or
   // copied there.
   void place(Call& call, const json& enc, const at::Tensor& r) {
@@ -752,6 +767,7 @@ class TorchKernels final : public AtenKernels {
     const size_t nret = prep.schema->returns().size();
     if (stack.size() != nret)
       throw Error(fmt::format("{} values returned for {} returns", stack.size(), nret));
+    std::vector<std::pair<const json*, at::Tensor>> results;
     for (size_t i = 0; i < nret && i < op.results.size(); ++i) {
       const json& enc = op.results[i];
       if (enc.is_null()) continue;
@@ -763,13 +779,23 @@ class TorchKernels final : public AtenKernels {
           if (j >= list.size())
             throw Error(fmt::format("return {} is a list of {} tensors, the exec file places {}", i,
                                     list.size(), enc.size()));
-          place(call, enc[j], list.get(j));
+          results.emplace_back(&enc[j], list.get(j));
         }
       } else {
-        place(call, enc, stack[i].toTensor());
+        results.emplace_back(&enc, stack[i].toTensor());
       }
     }
     stack.clear();
+    // The placing allocator gives an output's object to the first allocation
+    // of its size: a kernel that allocates two outputs of one size in
+    // another order than it returns them (torch 2.6's convolution_backward,
+    // when grad_input and grad_weight have the same bytes) leaves each in the
+    // other's object. Copying one into its object would then overwrite the
+    // other before it is copied: such results are copied out first.
+    for (auto& [enc, r] : results)
+      if (r.defined() && in_another_output(call, gop, *enc, r)) r = r.clone();
+    for (const auto& [enc, r] : results)
+      place(call, *enc, r);
 
     if (o == p_.loss_after_op && !again) {
       if (device_.is_cpu()) {

@@ -199,6 +199,80 @@ TEST(AtenKernels, OutputsArePlacedNotCopied) {
   EXPECT_EQ(copied.losses, placed.losses);
 }
 
+// The placing allocator gives an output's object to the first allocation of
+// its size. var_mean returns two results of one size (16 bytes here): with
+// the graph's outputs [1, 2] and the results mapped both ways, in one of the
+// runs each result is allocated in the other's object (as torch 2.6's
+// convolution_backward did with grad_input and grad_weight of one size, when
+// a micro-batch made them so). Both must still read var and mean. Before the
+// fix, copying the first result into its object overwrote the second.
+TEST(AtenKernels, ResultsAllocatedInEachOthersObjectsArePlacedRight) {
+  if (!aten_available()) GTEST_SKIP() << "built without libtorch";
+  const Graph g = parse_graph(R"({"format": "swapadvisor-graph", "version": 1, "name": "vm",
+    "tensors": [{"id": 0, "bytes": 128, "kind": "input", "name": "x", "dtype": "float64", "shape": [2, 8]},
+                {"id": 1, "bytes": 64, "kind": "activation", "dtype": "float64", "shape": [2]},
+                {"id": 2, "bytes": 64, "kind": "activation", "dtype": "float64", "shape": [2]}],
+    "ops": [{"id": 0, "type": "aten::var_mean", "inputs": [0], "outputs": [1, 2], "updates": []}]})",
+                              "vm.graph.json");
+  ValuesFile init;
+  init.graph = "vm";
+  std::vector<double> x(16);
+  for (int k = 0; k < 16; ++k)
+    x[k] = (k * 7 % 5) + 0.25 * k;
+  TensorValue xv{0, "x", "input", std::vector<std::byte>(128)};
+  std::memcpy(xv.data.data(), x.data(), 128);
+  init.tensors.push_back(xv);
+  // var (unbiased) and mean of each row of x.
+  double want[2][2];  // [row][0: var, 1: mean]
+  for (int r = 0; r < 2; ++r) {
+    double m = 0, v = 0;
+    for (int k = 0; k < 8; ++k)
+      m += x[r * 8 + k] / 8;
+    for (int k = 0; k < 8; ++k)
+      v += (x[r * 8 + k] - m) * (x[r * 8 + k] - m) / 7;
+    want[r][0] = v;
+    want[r][1] = m;
+  }
+  auto view = [](int t, int offset) {
+    return nlohmann::json{{"tensor", t}, {"dtype", "float64"}, {"sizes", nlohmann::json::array()},
+                          {"strides", nlohmann::json::array()}, {"offset", offset}};
+  };
+  for (const int var_tensor : {1, 2}) {
+    const int mean_tensor = 3 - var_tensor;
+    for (int r = 0; r < 2; ++r)
+      for (const int what : {0, 1}) {
+        nlohmann::json exec = {
+            {"format", "swapadvisor-exec"},
+            {"version", 1},
+            {"graph", {{"name", "vm"}, {"ops", 1}, {"tensors", 3}}},
+            {"tensors",
+             {{{"id", 0}, {"storage_bytes", 128}},
+              {{"id", 1}, {"storage_bytes", 16}},
+              {{"id", 2}, {"storage_bytes", 16}}}},
+            {"ops",
+             {{{"id", 0},
+               {"op", "aten::var_mean.dim"},
+               {"args",
+                {{{"tensor", 0}, {"dtype", "float64"}, {"sizes", {2, 8}}, {"strides", {8, 1}},
+                  {"offset", 0}},
+                 {1}}},
+               {"kwargs", nlohmann::json::object()},
+               {"results",
+                {{{"tensor", var_tensor}, {"dtype", "float64"}, {"sizes", {2}}, {"strides", {1}},
+                  {"offset", 0}},
+                 {{"tensor", mean_tensor}, {"dtype", "float64"}, {"sizes", {2}}, {"strides", {1}},
+                  {"offset", 0}}}}}}},
+            {"loss", {{"after_op", 0}, {"value", view(what == 0 ? var_tensor : mean_tensor, r)}}}};
+        const AtenProgram p = parse_aten_program(exec.dump(), "vm.exec.json", g);
+        const ProgramOrderResult got = run_program_order(g, p, init, 1, {});
+        ASSERT_EQ(got.losses.size(), 1u);
+        EXPECT_DOUBLE_EQ(got.losses[0], want[r][what])
+            << (what == 0 ? "var" : "mean") << " of row " << r << ", var in tensor "
+            << var_tensor;
+      }
+  }
+}
+
 TEST(AtenKernels, UnknownOperatorIsAClearError) {
   if (!aten_available()) GTEST_SKIP() << "built without libtorch";
   const Graph g = read_graph(capture("tiny_mlp", "graph.json.gz"));
