@@ -70,6 +70,12 @@ def default_cache_dir():
     return os.path.join(base, "swapadvisor")
 
 
+def _cpu_fp16():
+    """Whether this torch autocasts to float16 on the CPU and has a CPU
+    GradScaler (torch.amp.GradScaler, torch 2.3 and later)."""
+    return hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler")
+
+
 def _tensors(v, what):
     if isinstance(v, torch.Tensor):
         return (v,)
@@ -149,8 +155,12 @@ class Trainer:
     kernel_threads: libtorch's intra-op threads in the run (0: its default).
     micro_batches, batch_dim: gradient accumulation over that many chunks of
     the batch along batch_dim. max_grad_norm: gradient clipping. autocast:
-    "bf16" runs the forward pass and the loss under torch.autocast (the
-    casts it makes are recorded ops).
+    "bf16" or "fp16" runs the forward pass and the loss under torch.autocast
+    (the casts it makes are recorded ops; fp16 on the CPU needs torch 2.3).
+    grad_scaler: with "fp16", the user's torch GradScaler: losses scaled,
+    gradients unscaled, a step whose gradients overflowed skipped (Note
+    [Skipped steps]: attribute steps_skipped), the scale updated and given
+    back to the scaler by state_dict().
 
     The step, as eager PyTorch would run it (what trains bit for bit):
 
@@ -162,17 +172,23 @@ class Trainer:
             if micro_batches > 1:
                 part = part / micro_batches
             loss = part.detach() if loss is None else loss + part.detach()
-            part.backward()
+            (scaler.scale(part) if scaler else part).backward()
+        if scaler and max_grad_norm is not None:
+            scaler.unscale_(optimizer)
         if max_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-        optimizer.step()                  # step() returns loss
+        if scaler:
+            scaler.step(optimizer)        # skips the step when gradients overflowed
+            scaler.update()
+        else:
+            optimizer.step()              # step() returns loss
     """
 
     def __init__(self, model, optimizer, loss_fn, *, budget=None, memory_fraction=None,
                  device="cpu", profile="v100-16gb", time_budget=10, evaluations=None,
                  threads=0, seed=1, cache_dir=None, kernel_threads=0, progress=False,
                  name=None, micro_batches=1, max_grad_norm=None, batch_dim=0,
-                 autocast=None, data_parallel=False):
+                 autocast=None, grad_scaler=None, data_parallel=False):
         if not isinstance(model, torch.nn.Module):
             raise Error(f"model: expected a torch.nn.Module, got {type(model).__name__}")
         if not callable(loss_fn):
@@ -193,10 +209,25 @@ class Trainer:
             raise Error(f"batch_dim: a dimension >= 0, got {batch_dim!r}")
         if autocast not in (None, "bf16", "fp16"):
             raise Error(f"autocast: None, \"bf16\" or \"fp16\", got {autocast!r}")
-        if autocast == "fp16" and device == "cpu":
-            raise Error("autocast: the CPU autocasts to bf16 only (and fp16 training needs "
-                        "GradScaler, which the Trainer does not take yet); use autocast=\"bf16\"")
+        if autocast == "fp16" and device == "cpu" and not _cpu_fp16():
+            raise Error(f"autocast: torch {torch.__version__} autocasts to bf16 only on the CPU "
+                        "(fp16 and its GradScaler need torch 2.3 or later there); use "
+                        "autocast=\"bf16\"")
+        if grad_scaler is not None:
+            if not hasattr(grad_scaler, "_lazy_init_scale_growth_tracker") or \
+                    not hasattr(grad_scaler, "unscale_"):
+                raise Error(f"grad_scaler: expected a torch GradScaler, got "
+                            f"{type(grad_scaler).__name__}")
+            if autocast != "fp16":
+                raise Error("grad_scaler: a GradScaler scales fp16 losses; give "
+                            "autocast=\"fp16\" with it")
+            if not grad_scaler.is_enabled():
+                grad_scaler = None  # a disabled scaler does nothing, as in eager
+            elif device in ("cpu", "cuda"):
+                # Its scale made now, where it lives (the capture copies it).
+                grad_scaler._lazy_init_scale_growth_tracker(torch.device(device))
         self.autocast = autocast
+        self.grad_scaler = grad_scaler
         self.micro_batches = micro_batches
         self.batch_dim = batch_dim
         self.max_grad_norm = None if max_grad_norm is None else float(max_grad_norm)
@@ -244,6 +275,7 @@ class Trainer:
         # Steps whose optimizer values were computed while their forward and
         # backward passes ran (all but a new setting's first, typically).
         self.steps_overlapped = 0
+        self.steps_skipped = 0  # with a GradScaler: steps whose gradients overflowed
         self._last_step_wall_us = []
 
     # --- the step ------------------------------------------------------------
@@ -296,13 +328,18 @@ class Trainer:
             loss = self._session.end(scalars)
             self.steps_overlapped += 1
         self.steps += 1
-        self._opt_step += 1
-        # The step stands for optimizer.step(): what lr_scheduler checks
-        # before it warns that the optimizer never stepped (torch 1.13
-        # counts the calls, 2.x sets a flag).
-        if hasattr(self.optimizer, "_step_count"):
-            self.optimizer._step_count += 1
-        self.optimizer._opt_called = True
+        if self._session.last_step_skipped:
+            # Note [Skipped steps]: the scaled gradients overflowed; as
+            # GradScaler.step, the optimizer did not step.
+            self.steps_skipped += 1
+        else:
+            self._opt_step += 1
+            # The step stands for optimizer.step(): what lr_scheduler checks
+            # before it warns that the optimizer never stepped (torch 1.13
+            # counts the calls, 2.x sets a flag).
+            if hasattr(self.optimizer, "_step_count"):
+                self.optimizer._step_count += 1
+            self.optimizer._opt_called = True
         return torch.tensor(loss, dtype=c.loss_dtype)
 
     def staged(self, batches, depth=2):
@@ -470,6 +507,26 @@ class Trainer:
             raise Error(f"optimizer: {e}") from None
         self._groups = groups
 
+    def _scaler_copy(self, dev):
+        """A copy of the user's GradScaler for a capture, its scale made (a
+        GradScaler's copy keeps its scale as a number, not the tensor)."""
+        if self.grad_scaler is None:
+            return None
+        s = copy.deepcopy(self.grad_scaler)
+        s._lazy_init_scale_growth_tracker(dev)
+        return s
+
+    def _scaler_from(self, state):
+        """The user's GradScaler given the trained scale and growth tracker."""
+        if self.grad_scaler is None:
+            return
+        for name, t in (("scaler._scale", self.grad_scaler._scale),
+                        ("scaler._growth_tracker", self.grad_scaler._growth_tracker)):
+            raw = state.get(name)
+            if raw is not None and raw.numel() >= t.element_size():
+                with torch.no_grad():
+                    t.copy_(raw[:t.element_size()].view(t.dtype).reshape(t.shape))
+
     def _current_state(self):
         """name -> uint8 tensor of every persistent tensor; ends the session."""
         if self._session is not None:
@@ -484,6 +541,7 @@ class Trainer:
             self._last_step_wall_us = list(self._session.step_wall_us)
             self._session = None
             self._active = None
+            self._scaler_from(state)
         if self._state is None:
             # No step yet: the model's own state, a value per storage.
             from swapadvisor_capture.recorder import storage_bytes_view, storage_of
@@ -559,7 +617,8 @@ class Trainer:
                                      train=train,
                                      micro_batches=self.micro_batches,
                                      max_grad_norm=self.max_grad_norm,
-                                     batch_dim=self.batch_dim, autocast=self.autocast)
+                                     batch_dim=self.batch_dim, autocast=self.autocast,
+                                     scaler=self._scaler_copy(dev) if train else None)
         except self._errors.CaptureError as e:
             raise Error(str(e)) from None
         finally:

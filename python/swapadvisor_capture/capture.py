@@ -143,9 +143,17 @@ def micro_batch_split(inputs, target, micro_batches, dim=0):
     return out
 
 
+def scaler_state(scaler):
+    """(name, tensor, kind) of a GradScaler's state tensors (none without one)."""
+    if scaler is None:
+        return []
+    return [("scaler._scale", scaler._scale, "optimizer_state"),
+            ("scaler._growth_tracker", scaler._growth_tracker, "optimizer_state")]
+
+
 def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, name, origin,
                  align=64, check_mutations=True, seed=0, autocast=None, opt_step=None,
-                 micro_batches=1, max_grad_norm=None, batch_dim=0, train=True):
+                 micro_batches=1, max_grad_norm=None, batch_dim=0, train=True, scaler=None):
     """One step of model (in training mode, on dev) on inputs (a tuple of
     tensors) and target, with opt, an optimizer of this package's
     (make_optimizer) whose state exists, recorded: a Capture. origin says
@@ -163,6 +171,13 @@ def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, na
     gradients clipped to that total 2-norm before the optimizer steps
     (torch.nn.utils.clip_grad_norm_ over model.parameters()).
 
+    scaler: a torch GradScaler (FP16 autocast) over opt, its scale made:
+    each micro-batch's loss scaled before its backward, the gradients
+    unscaled (and found_inf set) before clipping, the optimizer's ops
+    recorded to be skipped when found_inf is set (Note [Skipped steps] in
+    src/runtime/aten_program.h: "skip_if_nonzero"), then the scaler's update;
+    its scale and growth tracker are state ("scaler._scale", ...).
+
     train=False: an evaluation step instead, the forward pass and the loss
     under torch.no_grad() (model in eval mode, opt unused): no backward, no
     update, nothing written but the loss's own tensors."""
@@ -170,7 +185,7 @@ def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, na
     # The state that exists before the iteration.
     registry = {}
     keep = []
-    state = named_state(model, opt)
+    state = named_state(model, opt) + scaler_state(scaler)
     batch = [("input" if len(inputs) == 1 else f"input.{i}", t) for i, t in enumerate(inputs)]
     if isinstance(target, tuple):
         batch += [(f"target.{i}", t) for i, t in enumerate(target)]
@@ -215,20 +230,35 @@ def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, na
                 # The step's loss: the micro-batches' (each divided by their
                 # number) added up in order, as loss.detach() would be.
                 loss = part.detach() if loss is None else loss + part.detach()
+                if scaler is not None:
+                    part = scaler.scale(part)
                 on_phase("backward")
                 backward(part, model)
             loss_info = registry.get(storage_of(loss)._cdata)
             loss_geom = (loss.dtype, list(loss.shape), list(loss.stride()), loss.storage_offset())
             if train:
                 on_phase("update")
+                if scaler is not None:
+                    # GradScaler.step's work but its branch: the optimizer's
+                    # ops are recorded whatever found_inf holds now, each to
+                    # be skipped when it is set.
+                    scaler.unscale_(opt)
+                    found = scaler._per_optimizer_states[id(opt)]["found_inf_per_device"]
+                    if len(found) != 1:
+                        raise CaptureError("a GradScaler over parameters on several devices")
+                    rec.skip_flag = rec.lookup(next(iter(found.values())))
                 if max_grad_norm is not None:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
                 counts = [sum(p.grad is not None for p in g["params"])
                           for g in opt.param_groups]
                 if opt_step is not None:
                     rec.opt_dispatch = 0
+                rec.skipping = scaler is not None
                 opt.step()
                 rec.opt_dispatch = None
+                rec.skipping = False
+                if scaler is not None:
+                    scaler.update()
     finally:
         for h in handles:
             h.remove()
@@ -238,7 +268,7 @@ def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, na
                            "the model and loss_fn?); compute it from the model's output")
 
     # Nothing may have swapped storages behind the dispatcher's back.
-    for nm, t, kind in named_state(model, opt):
+    for nm, t, kind in named_state(model, opt) + scaler_state(scaler):
         s = storage_of(t)
         if s._cdata not in registry or registry[s._cdata].kind not in (kind, "empty"):
             raise CaptureError(f"{kind} {nm} is not the tensor it was before the step (was it "
@@ -302,6 +332,8 @@ def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, na
              "results": r.results}
         if r.random:
             e["random"] = True
+        if r.skip_if is not None:
+            e["skip_if_nonzero"] = r.skip_if  # Note [Skipped steps]
         x_ops.append(e)
     cap.exec = {
         "format": "swapadvisor-exec", "version": 1,

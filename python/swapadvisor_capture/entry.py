@@ -304,15 +304,17 @@ AUTOCAST_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 def autocast_context(device_type, autocast):
     """The forward pass's context: torch.autocast with the low-precision type
     of autocast ("bf16" or "fp16"), or nothing when autocast is None. On the
-    CPU, PyTorch 1.13 autocasts to bfloat16 only."""
+    CPU, PyTorch before 2.3 autocasts to bfloat16 only."""
     if autocast is None:
         return contextlib.nullcontext()
     if autocast not in AUTOCAST_DTYPES:
         raise CaptureError(f"unknown autocast type {autocast!r} (use bf16 or fp16)", entry=False)
     dtype = getattr(torch, AUTOCAST_DTYPES[autocast])
-    if device_type == "cpu" and dtype != torch.bfloat16:
-        raise CaptureError("autocast on the CPU supports bf16 only; use --autocast bf16",
-                           entry=False)
+    if device_type == "cpu" and dtype != torch.bfloat16 and not (
+            hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler")):
+        # torch 1.13 only warns and runs without autocast.
+        raise CaptureError(f"autocast on the CPU supports bf16 only in torch {torch.__version__} "
+                           "(fp16 from torch 2.3); use --autocast bf16", entry=False)
     return torch.autocast(device_type=device_type, dtype=dtype)
 
 

@@ -166,7 +166,7 @@ class TensorInfo:
 class OpRecord:
     __slots__ = ("index", "qualname", "type", "phase", "module", "args", "kwargs", "results",
                  "inputs", "outputs", "updates", "flops", "bytes_accessed", "random",
-                 "skips_updates", "dispatch")
+                 "skips_updates", "dispatch", "skip_if")
 
 
 def _flatten_tensors(v, out):
@@ -232,6 +232,10 @@ class Recorder(TorchDispatchMode):
         # Step scalars (step_scalars.py): while the optimizer steps, the
         # place of each op in its sequence, and .item() of its state allowed.
         self.opt_dispatch = None   # the next op's place (OpRecord.dispatch), or None
+        # Note [Skipped steps]: while skipping, each op recorded reads skip_flag
+        # (found_inf's TensorInfo) and is run only when it is zero.
+        self.skipping = False
+        self.skip_flag = None
 
     # -- helpers -----------------------------------------------------------
     def _where(self, qualname):
@@ -457,6 +461,14 @@ class Recorder(TorchDispatchMode):
         rec.inputs = [i.id for i in reads]
         rec.updates = [i.id for i in updates]
         rec.outputs = [i.id for i in outputs]
+        # Note [Skipped steps]: an op of a step a GradScaler may skip reads
+        # found_inf too (the runtime runs it only when it is zero).
+        rec.skip_if = None
+        if self.skipping and self.skip_flag is not None:
+            self._assign_id(self.skip_flag)
+            rec.skip_if = self.skip_flag.id
+            if rec.skip_if not in rec.inputs + rec.updates + rec.outputs:
+                rec.inputs.append(rec.skip_if)
         # Only when the running statistics are all it updates (a batch norm
         # whose output is out= or in place would read what it updates).
         rec.skips_updates = False

@@ -169,6 +169,7 @@ void bind_session(py::module_& m) {
           py::arg("why"))
       .def("finish", &finish)
       .def_property_readonly("steps", &AtenSession::steps)
+      .def_property_readonly("last_step_skipped", &AtenSession::last_step_skipped)
       .def_property_readonly("step_wall_us", &step_wall_us);
   // Data-parallel training under mpirun (Note [Ranks], Note [Rank failures]).
   m.def("init_ranks", [] {

@@ -26,6 +26,9 @@ constexpr std::string_view kMovement =
     "copies, casts (autocast), concatenation, padding, gathers and their gradients";
 constexpr std::string_view kCreation =
     "fresh tensors and fills (zeroed optimizer state, gradients' seeds, dropout masks)";
+constexpr std::string_view kScaler =
+    "FP16 loss scaling (GradScaler): gradients unscaled and checked for inf/NaN, the scale "
+    "updated on the device (Note [Skipped steps])";
 constexpr std::string_view kRandom =
     "random draws (dropout) from the device's default generator (Note [ATen recompute])";
 
@@ -37,6 +40,8 @@ constexpr std::string_view kRunningStats = "running_mean running_var";
 constexpr auto kAllowed = std::to_array<AllowedAtenOp>({
     {"aten::_adaptive_avg_pool2d", kPool},
     {"aten::_adaptive_avg_pool2d_backward", kPool},
+    {"aten::_amp_foreach_non_finite_check_and_unscale_", kScaler},
+    {"aten::_amp_update_scale_", kScaler},
     {"aten::_batch_norm_with_update", kNorm},
     // torch 2.x's clip_grad_norm_ on the CPU: per-gradient norms and the
     // clipping factor applied to every gradient.

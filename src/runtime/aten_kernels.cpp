@@ -341,6 +341,8 @@ class TorchKernels final : public AtenKernels {
 #endif
     return losses_.empty() ? std::numeric_limits<double>::quiet_NaN() : losses_.back();
   }
+  int64_t steps_skipped() const override { return steps_skipped_; }
+
   AtenStats stats() const override {
     AtenStats s = stats_;
     if (slots_) s.scratch_peak_bytes = slots_->scratch_peak_bytes();
@@ -594,6 +596,29 @@ class TorchKernels final : public AtenKernels {
     throw Error(fmt::format("unsupported list type {}[]", elem->str()));
   }
 
+  // Note [Skipped steps]: whether the flag (found_inf) is set this iteration.
+  // It is read once per iteration, at its first op that names it (on CUDA,
+  // a wait for the compute stream): the loss is read before the optimizer's
+  // ops, so the count of losses tells the iterations apart.
+  bool skipping(Call& call, TensorId flag) {
+    const size_t iteration = losses_.size()
+#if SA_ATEN_CUDA
+                             + pending_losses_.size()
+#endif
+        ;
+    if (flag_iteration_ != iteration) {
+      flag_iteration_ = iteration;
+      const json at = {{"tensor", flag},
+                       {"dtype", "float32"},
+                       {"sizes", json::array()},
+                       {"strides", json::array()},
+                       {"offset", 0}};
+      flag_set_ = view(call, at).item().toFloat() != 0.0f;
+      steps_skipped_ += flag_set_;
+    }
+    return flag_set_;
+  }
+
   // Whether result r (encoded as enc) lies, even in part, in the object of an
   // output of gop other than its own.
   bool in_another_output(const Call& call, const Op& gop, const json& enc,
@@ -722,6 +747,7 @@ class TorchKernels final : public AtenKernels {
     if (debug_) current_ = fmt::format("{} ({})", o, op.qualname);
 
     Call call = storages(o, ptrs, again);
+    if (op.skip_if_nonzero >= 0 && skipping(call, op.skip_if_nonzero)) return;
 
     // The stack: positional arguments, keyword arguments by name, defaults.
     const auto& args = prep.schema->arguments();
@@ -820,6 +846,11 @@ class TorchKernels final : public AtenKernels {
   std::unique_ptr<PlacingAllocator> allocator_;  // CPU
   PlacementSlots* slots_ = nullptr;  // the placing allocator's, CPU or CUDA; null: outputs copied
   std::string no_placing_;           // why outputs are copied on CUDA
+  // Note [Skipped steps]: the iteration (count of losses) whose flag was read,
+  // what it said, and the iterations that skipped.
+  size_t flag_iteration_ = SIZE_MAX;
+  bool flag_set_ = false;
+  int64_t steps_skipped_ = 0;
   std::vector<double> losses_;
   // Per random op: the generator state its latest run began with.
   std::vector<at::Tensor> rng_before_;

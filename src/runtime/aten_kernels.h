@@ -142,6 +142,9 @@ class AtenKernels {
   // after each iteration, without copying them all (runtime/aten_session.h).
   virtual double last_loss() const = 0;
   virtual AtenStats stats() const = 0;
+  // Note [Skipped steps] (runtime/aten_program.h): the iterations so far whose
+  // ops with skip_if_nonzero found it set.
+  virtual int64_t steps_skipped() const = 0;
   virtual std::string description() const = 0;
   // The values the program's step scalars take from the next op on (Note
   // [Step scalars] in runtime/aten_program.h), one per slot; before the
@@ -202,7 +205,7 @@ std::unique_ptr<AtenKernels> make_aten_kernels(const Graph& g, const AtenProgram
                                                const AtenOptions& o);
 
 // What the plugin exports (extern "C" sa_aten_plugin()).
-inline constexpr int kAtenPluginAbi = 7;  // 7: set_step_scalars
+inline constexpr int kAtenPluginAbi = 8;  // 7: set_step_scalars; 8: steps_skipped
 struct AtenPlugin {
   int abi = kAtenPluginAbi;        // first, so that any plugin's can be read
   const char* version = "";        // swapadvisor's version, as built

@@ -265,6 +265,18 @@ AtenProgram parse_aten_program(std::string_view text, const std::string& path, c
     if (const json* uses = FieldReader::find(j, "step_scalars"))
       op.step_scalars =
           step_scalar_uses(r, *uses, op, where + ".step_scalars", p.step_scalars.size());
+    if (const json* flag = FieldReader::find(j, "skip_if_nonzero")) {
+      // Note [Skipped steps]: a float32 input of the graph's op.
+      const std::string at = where + ".skip_if_nonzero";
+      const auto t = static_cast<TensorId>(r.integer(*flag, at, 0, g.num_tensors() - 1));
+      const std::vector<TensorId>& in = g.ops[o].inputs;
+      if (std::find(in.begin(), in.end(), t) == in.end())
+        r.fail(at, fmt::format("tensor {} is not an input of the graph's op {}", t, o));
+      if (g.tensors[t].dtype != "float32")
+        r.fail(at, fmt::format("tensor {} is {}, not float32", t,
+                               g.tensors[t].dtype.empty() ? "of no dtype" : g.tensors[t].dtype));
+      op.skip_if_nonzero = t;
+    }
   }
   const json& loss = r.field(doc, "", "loss");
   const json& after = r.field(loss, "loss", "after_op");

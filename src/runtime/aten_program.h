@@ -34,6 +34,9 @@ struct AtenOp {
   nlohmann::json results;  // per return: a view of the graph tensor it creates, or null
   bool random = false;     // draws random numbers (a replay draws new ones)
   std::vector<StepScalarUse> step_scalars;  // arguments that change from step to step
+  // Note [Skipped steps]: the op does not run when the first element of this
+  // tensor (a float32 input of the graph's op) is not zero; -1: it runs.
+  TensorId skip_if_nonzero = -1;
 };
 
 struct AtenProgram {
@@ -53,6 +56,19 @@ struct AtenProgram {
   // a run uses when its caller gives none).
   std::vector<double> step_scalars;
 };
+
+// Note [Skipped steps]
+// --------------------
+// With FP16 and a GradScaler, a step whose scaled gradients overflowed does
+// not update: torch's GradScaler.step reads found_inf into Python and calls
+// optimizer.step() only when it is zero. A captured step records the
+// optimizer's ops once, each with "skip_if_nonzero": found_inf's tensor (an
+// input of its graph op, so that the plan keeps it on the device); the
+// kernels run such an op only when found_inf's first element is zero, so a
+// step that overflowed leaves parameters and optimizer state as they were,
+// as eager PyTorch does. The scaler's update (_amp_update_scale_) runs
+// either way. AtenKernels::steps_skipped() counts the iterations that
+// skipped, so that a training loop does not count the step.
 
 // Note [Step scalars]
 // -------------------

@@ -108,7 +108,13 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
     v.data.assign(data, data + n);
     r.final_state.tensors.push_back(std::move(v));
   };
-  if (o.on_loss) ro.on_iteration = [&](int it, double) { o.on_loss(it, k->last_loss()); };
+  int64_t skipped_before = 0;
+  if (o.on_loss)
+    ro.on_iteration = [&](int it, double) {
+      const int64_t skipped = k->steps_skipped();
+      o.on_loss(it, k->last_loss(), skipped != skipped_before);
+      skipped_before = skipped;
+    };
   const std::vector<double> op_us(g.num_ops(), 0.0);
   r.run = run_plan(*backend, g, p, op_us, ro);
   r.losses = kernels->losses();

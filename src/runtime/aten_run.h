@@ -37,7 +37,8 @@ struct AtenRunOptions {
   // iteration's loss as soon as the iteration is done.
   std::function<bool(int iteration)> next_batch;
   std::function<void(TensorId, std::byte* host, int64_t bytes)> batch_value;
-  std::function<void(int iteration, double loss)> on_loss;
+  // skipped: the iteration's optimizer ops were skipped (Note [Skipped steps]).
+  std::function<void(int iteration, double loss, bool skipped)> on_loss;
   // Note [Step scalars] (runtime/aten_program.h): the iteration's values
   // (empty: those of the iteration before, at first the captured ones),
   // asked for once per iteration, just before its first op that takes one

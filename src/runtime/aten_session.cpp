@@ -46,9 +46,10 @@ void AtenSession::run() {
       std::memset(host + n, 0, static_cast<size_t>(bytes) - n);
     };
     o.step_scalars = [this](int) { return wait_for_scalars(); };
-    o.on_loss = [this](int, double loss) {
+    o.on_loss = [this](int, double loss, bool skipped) {
       std::lock_guard<std::mutex> lock(m_);
       loss_ = loss;
+      skipped_ = skipped;
       have_loss_ = true;
       have_batch_ = false;
       cv_.notify_all();

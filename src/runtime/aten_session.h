@@ -83,6 +83,9 @@ class AtenSession {
   const ValuesFile& finish();
 
   int steps() const { return steps_; }
+  // Whether the last step's optimizer ops were skipped (Note [Skipped steps]
+  // in runtime/aten_program.h: FP16 gradients that overflowed).
+  bool last_step_skipped() const { return skipped_; }
   const Graph& graph() const { return graph_; }
   // The executor's result (timing of every iteration, traffic, arena), once
   // finished.
@@ -111,6 +114,7 @@ class AtenSession {
   std::string abandoned_;                      // abandon()'s reason
   bool have_loss_ = false;
   double loss_ = 0;
+  bool skipped_ = false;
   bool closing_ = false;
   bool done_ = false;  // the run returned or threw
   std::exception_ptr error_;

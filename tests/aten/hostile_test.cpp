@@ -181,6 +181,28 @@ TEST_F(ExecEdit, StepScalarsAreChecked) {
   EXPECT_EQ(error(), "ops[18].step_scalars[0]: the file gives no step_scalars.values");
 }
 
+// Note [Skipped steps]: "skip_if_nonzero" names a float32 input of the op.
+// ops[20] (add_.Tensor) reads tensor 26 (float32) and updates 3; tensor 0 is
+// the int64 step counter, read by op 0 only.
+TEST_F(ExecEdit, SkipFlagsAreChecked) {
+  doc_["ops"][20]["skip_if_nonzero"] = 26;
+  EXPECT_EQ(error(), "(no error)");
+  EXPECT_EQ(parse_aten_program(doc_.dump(), "x.json", g_).ops[20].skip_if_nonzero, 26);
+  EXPECT_EQ(parse_aten_program(doc_.dump(), "x.json", g_).ops[19].skip_if_nonzero, -1);
+  doc_["ops"][20]["skip_if_nonzero"] = 3;
+  EXPECT_EQ(error(), "ops[20].skip_if_nonzero: tensor 3 is not an input of the graph's op 20");
+  doc_["ops"][0]["skip_if_nonzero"] = 0;
+  doc_["ops"][20].erase("skip_if_nonzero");
+  EXPECT_EQ(error(), "ops[0].skip_if_nonzero: tensor 0 is not an input of the graph's op 0");
+  doc_["ops"][0].erase("skip_if_nonzero");
+  doc_["ops"][20]["skip_if_nonzero"] = 30;
+  EXPECT_EQ(error(),
+            "ops[20].skip_if_nonzero: expected a whole number from 0 to 29, got the number 30");
+  doc_["ops"][20]["skip_if_nonzero"] = "26";
+  EXPECT_EQ(error(),
+            "ops[20].skip_if_nonzero: expected a whole number from 0 to 29, got the string \"26\"");
+}
+
 // Issue 26: an argument error quoted the whole argument (7.4 MB of text).
 // Now at most 80 bytes of it, or 60 of a string.
 TEST_F(ExecEdit, ArgumentErrorsQuoteAShortExcerpt) {

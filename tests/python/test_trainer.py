@@ -27,6 +27,9 @@ Cases:
                plain loop, batches loaded while steps run (a loader that
                waits), the loader's error raised at its batch, an early
                break that stops the loading thread.
+  fp16         fp16 autocast with a GradScaler whose first steps overflow:
+               the losses, the skipped steps, the state and the scale as
+               eager's (torch 2.3 and later: skipped, 77, before).
   mistakes     what a user can get wrong is a swapadvisor.Error with one
                clear line.
 Exit status 77 without torch.
@@ -428,6 +431,60 @@ def case_staged(sa, cache):
           "staged: an early break stops the loading thread")
 
 
+def case_fp16(sa, cache):
+    """FP16 autocast with a GradScaler (torch 2.3 and later on the CPU): from
+    a scale of 2^20, steps 1, 2, 5 and 8 overflow and are skipped (as
+    GradScaler.step skips them) and the scale grows every 2 good steps."""
+    if not hasattr(torch.amp, "GradScaler"):
+        print(f"SKIP: torch {torch.__version__} has no CPU GradScaler (torch 2.3 and later)")
+        sys.exit(77)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    batches = list(loader(n=128, batch=16))  # 8 equal batches
+    mb, clip = 2, 1.0
+
+    def scaler():
+        return torch.amp.GradScaler("cpu", init_scale=2.0 ** 20, growth_interval=2)
+
+    ref, mine = twins(50)
+    ref_opt = torch.optim.AdamW(ref.parameters(), lr=3e-3, weight_decay=0.05)
+    ref_scaler = scaler()
+    want, scales = [], []
+    for x, y in batches:
+        ref_opt.zero_grad(set_to_none=True)
+        loss = None
+        for xc, yc in zip(x.chunk(mb), y.chunk(mb)):
+            with torch.autocast("cpu", dtype=torch.float16):
+                part = loss_fn(ref(xc), yc)
+            part = part / mb
+            loss = part.detach() if loss is None else loss + part.detach()
+            ref_scaler.scale(part).backward()
+        ref_scaler.unscale_(ref_opt)
+        torch.nn.utils.clip_grad_norm_(ref.parameters(), clip)
+        ref_scaler.step(ref_opt)
+        ref_scaler.update()
+        want.append(loss)
+        scales.append(ref_scaler.get_scale())
+    skipped = sum(1 for a, b in zip([2.0 ** 20] + scales, scales) if b < a)
+    opt = torch.optim.AdamW(mine.parameters(), lr=3e-3, weight_decay=0.05)
+    my_scaler = scaler()
+    tr = sa.Trainer(mine, opt, loss_fn, memory_fraction=0.6, cache_dir=cache, time_budget=2,
+                    threads=1, micro_batches=mb, max_grad_norm=clip, autocast="fp16",
+                    grad_scaler=my_scaler)
+    got = [tr.step(x, y) for x, y in batches]
+    check(all(torch.equal(a, b) for a, b in zip(got, want)),
+          f"fp16 + GradScaler: 8 losses equal eager's bit for bit ({skipped} steps skipped there, "
+          f"scales {', '.join(f'{v:g}' for v in scales)})")
+    check(0 < skipped < 8 and tr.steps_skipped == skipped,
+          f"fp16 + GradScaler: {tr.steps_skipped} steps skipped, eager {skipped}")
+    bad = same_state(tr.state_dict(), ref.state_dict())
+    check(not bad, "fp16 + GradScaler: the final state_dict equals eager's" +
+          (f" (differs: {bad})" if bad else ""))
+    check(my_scaler.get_scale() == ref_scaler.get_scale() and
+          torch.equal(my_scaler._growth_tracker, ref_scaler._growth_tracker),
+          f"fp16 + GradScaler: the scaler's scale {my_scaler.get_scale():g} and growth tracker "
+          f"equal eager's ({ref_scaler.get_scale():g})")
+
+
 def case_mistakes(sa, cache):
     net = Net()
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -452,11 +509,21 @@ def case_mistakes(sa, cache):
                       (dict(max_grad_norm=-1.0), ["max_grad_norm", "> 0"]),
                       (dict(max_grad_norm=float("inf")), ["max_grad_norm", "finite"]),
                       (dict(batch_dim=-1), ["batch_dim"]),
-                      (dict(autocast="fp16"), ["bf16 only", "GradScaler"]),
                       (dict(autocast="int8"), ["autocast"])):
         expect_error(sa, f"Trainer({', '.join(f'{k}={v!r}' for k, v in kw.items())})", words,
                      lambda kw=kw: sa.Trainer(net, sgd, loss_fn, budget="1MiB", cache_dir=cache,
                                               **kw))
+    if not hasattr(torch.amp, "GradScaler"):
+        expect_error(sa, "fp16 autocast on the CPU before torch 2.3", ["bf16 only", "2.3"],
+                     lambda: sa.Trainer(net, sgd, loss_fn, budget="1MiB", cache_dir=cache,
+                                        autocast="fp16"))
+    else:
+        expect_error(sa, "a GradScaler without fp16", ["autocast=\"fp16\""],
+                     lambda: sa.Trainer(net, sgd, loss_fn, budget="1MiB", cache_dir=cache,
+                                        grad_scaler=torch.amp.GradScaler("cpu")))
+    expect_error(sa, "a grad_scaler that is not one", ["GradScaler", "object"],
+                 lambda: sa.Trainer(net, sgd, loss_fn, budget="1MiB", cache_dir=cache,
+                                    autocast="bf16", grad_scaler=object()))
     ams = torch.optim.Adam(net.parameters(), lr=0.1, amsgrad=True)
     expect_error(sa, "Adam with amsgrad", ["amsgrad=True", "amsgrad=False"],
                  lambda: sa.Trainer(net, ams, loss_fn, budget="1MiB", cache_dir=cache))
@@ -496,7 +563,7 @@ def main():
     ap.add_argument("--python", required=True, help="the build tree's python/ directory")
     ap.add_argument("--case", required=True,
                     choices=["equivalence", "schedule", "accumulate", "eval", "state",
-                             "staged", "mistakes"])
+                             "staged", "fp16", "mistakes"])
     a = ap.parse_args()
     sys.path.insert(0, a.python)
     import swapadvisor as sa
@@ -505,7 +572,7 @@ def main():
         sys.exit(77)
     with tempfile.TemporaryDirectory(prefix="sa_trainer_") as cache:
         {"equivalence": case_equivalence, "schedule": case_schedule, "state": case_state,
-         "accumulate": case_accumulate, "eval": case_eval, "staged": case_staged,
+         "accumulate": case_accumulate, "eval": case_eval, "staged": case_staged, "fp16": case_fp16,
          "mistakes": case_mistakes}[a.case](sa, cache)
     if failures:
         print(f"{len(failures)} check(s) failed")
