@@ -107,6 +107,10 @@ def main():
 
     import swapadvisor
 
+    if a.check and a.device == "cuda":
+        # The eager side and the Trainer's kernels share libtorch's settings.
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
     torch.manual_seed(0)  # every rank starts from the same model
     model, loss_fn = build(a.model)
     eager_model = copy.deepcopy(model)
@@ -171,7 +175,9 @@ def main():
         # averaged ((g0 + g1) / 2 is what MPI's sum over 2 ranks then / 2
         # gives; over more ranks the sum's order is MPI's own) before
         # clipping and the optimizer.
-        replicas = [copy.deepcopy(eager_model) for _ in range(ranks)]
+        # On the Trainer's device (cuda: cuDNN made deterministic above).
+        edev = torch.device(a.device)
+        replicas = [copy.deepcopy(eager_model).to(edev) for _ in range(ranks)]
         eopts = [optimizer(m) for m in replicas]
         escheds = [schedule(o) for o in eopts]
         want = []
@@ -184,6 +190,7 @@ def main():
                     break
                 done += 1
                 for r, (x, y) in enumerate(batch):
+                    x, y = x.to(edev), y.to(edev)
                     eopts[r].zero_grad(set_to_none=True)
                     loss = None
                     for xc, yc in zip(x.chunk(a.micro_batches, batch_dim),
@@ -194,7 +201,7 @@ def main():
                         loss = part.detach() if loss is None else loss + part.detach()
                         part.backward()
                     if r == rank:
-                        want.append(loss)
+                        want.append(loss.cpu())
                 if ranks > 1:
                     for ps in zip(*(m.parameters() for m in replicas)):
                         avg = sum(p.grad for p in ps) / ranks
@@ -206,7 +213,7 @@ def main():
                     eopts[r].step()
                     escheds[r].step()
         same_losses = sum(torch.equal(p, q) for p, q in zip(losses, want))
-        ref = replicas[rank].state_dict()
+        ref = {k: v.cpu() for k, v in replicas[rank].state_dict().items()}
         differ = [k for k in ref if not torch.equal(state[k], ref[k])]
         who = f"rank {rank}: " if ranks > 1 else ""
         print(f"{who}check: {same_losses} of {len(want)} losses equal eager PyTorch's bit for "
