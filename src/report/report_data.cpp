@@ -113,67 +113,68 @@ json sweep_json(const SweepResult& s) {
           {"target_budget", optional_json(s.target_budget)}};
 }
 
-}  // namespace
+// The tensors the report's tables name, each a row of data["tensors"], in
+// order of first appearance.
+class TensorRows {
+ public:
+  explicit TensorRows(const Graph& g)
+      : g_(g), label_(tensor_labels(g)), row_(g.num_tensors(), -1) {}
+  int32_t operator()(TensorId t) {
+    if (row_[t] < 0) {
+      row_[t] = static_cast<int32_t>(id_.size());
+      id_.push_back(t);
+      kind_.push_back(static_cast<int>(g_.tensors[t].kind));
+      bytes_.push_back(g_.tensors[t].bytes);
+      name_.push_back(label_[t]);
+    }
+    return row_[t];
+  }
+  json to_json() const {
+    return {{"id", id_}, {"name", name_}, {"kind", kind_}, {"bytes", bytes_}};
+  }
 
-std::string report_data_json(const ReportInput& in) {
-  SA_CHECK(
-      in.main >= 0 && in.main < static_cast<int>(in.methods.size()) && in.methods[in.main].feasible,
-      "the report's main method {} is not a feasible one of {}", in.main, in.methods.size());
+ private:
+  const Graph& g_;
+  std::vector<std::string> label_;
+  std::vector<int32_t> row_;
+  std::vector<int32_t> id_, kind_;
+  std::vector<int64_t> bytes_;
+  std::vector<std::string> name_;
+};
+
+json summary_json(const ReportInput& in, const MethodResult& m, const PlanTraffic& traffic) {
   const Graph& g = in.graph;
-  const MethodResult& m = in.methods[in.main];
   const Plan& p = m.plan;
-  const SimResult& sim = m.sim;
-  SA_CHECK(static_cast<int>(sim.timeline.size()) == p.num_steps(),
-           "the report needs a simulated timeline ({} entries for {} steps)", sim.timeline.size(),
-           p.num_steps());
-  const PlanTraffic traffic = plan_traffic(g, p);
-  const TimeUnit ns(latest_us(sim));
-  const std::vector<std::string> tensor_label = tensor_labels(g);
+  json summary = {{"graph", g.name},
+                  {"source", in.source},
+                  {"device", in.device.name},
+                  {"device_memory_bytes", in.device.memory_bytes},
+                  {"h2d_gbps", in.device.h2d_gbps},
+                  {"d2h_gbps", in.device.d2h_gbps},
+                  {"method", m.name},
+                  {"origin", in.origin},
+                  {"budget", in.budget},
+                  {"peak_live", in.peak_live},
+                  {"batch", optional_json(in.batch)},
+                  {"ideal_us", in.ideal_us},
+                  {"allocator", std::string(to_string(p.allocator))},
+                  {"arena_bytes", p.arena_bytes()},
+                  {"pool_bytes", p.arena_bytes()},
+                  {"classes", p.pool.num_classes()},
+                  {"objects", p.num_objects()},
+                  {"ops", g.num_ops()},
+                  {"tensors", g.num_tensors()},
+                  {"steps", p.num_steps()},
+                  {"swap_ins", traffic.swap_ins},
+                  {"swap_outs", traffic.swap_outs},
+                  {"drops", traffic.drops},
+                  {"generator", "swapadvisor " SA_VERSION}};
+  summary.update(sim_result_json(m.sim));
+  return summary;
+}
 
-  json data;
-  data["version"] = 1;
-  // An integer while it is one exactly (up to 10^18).
-  data["time_unit_ns"] = ns.ns() <= 1e18 ? json(static_cast<int64_t>(ns.ns())) : json(ns.ns());
-  data["summary"] = {{"graph", g.name},
-                     {"source", in.source},
-                     {"device", in.device.name},
-                     {"device_memory_bytes", in.device.memory_bytes},
-                     {"h2d_gbps", in.device.h2d_gbps},
-                     {"d2h_gbps", in.device.d2h_gbps},
-                     {"method", m.name},
-                     {"origin", in.origin},
-                     {"budget", in.budget},
-                     {"peak_live", in.peak_live},
-                     {"batch", optional_json(in.batch)},
-                     {"ideal_us", in.ideal_us},
-                     {"allocator", std::string(to_string(p.allocator))},
-                     {"arena_bytes", p.arena_bytes()},
-                     {"pool_bytes", p.arena_bytes()},
-                     {"classes", p.pool.num_classes()},
-                     {"objects", p.num_objects()},
-                     {"ops", g.num_ops()},
-                     {"tensors", g.num_tensors()},
-                     {"steps", p.num_steps()},
-                     {"swap_ins", traffic.swap_ins},
-                     {"swap_outs", traffic.swap_outs},
-                     {"drops", traffic.drops},
-                     {"generator", "swapadvisor " SA_VERSION}};
-  data["summary"].update(sim_result_json(sim));
-  json methods = json::array();
-  for (size_t i = 0; i < in.methods.size(); ++i)
-    methods.push_back(method_json(in.methods[i], static_cast<int>(i) == in.main));
-  data["methods"] = std::move(methods);
-
-  json kinds = json::array();
-  for (int k = 0; k <= static_cast<int>(TensorKind::kTemp); ++k)
-    kinds.push_back(to_string(static_cast<TensorKind>(k)));
-  data["kinds"] = std::move(kinds);
-  json phases = json::array();
-  for (int k = 0; k <= static_cast<int>(Phase::kUpdate); ++k)
-    phases.push_back(to_string(static_cast<Phase>(k)));
-  data["phases"] = std::move(phases);
-
-  // Ops, with their types interned.
+// The op types, interned, and each op's type, phase and name.
+void add_ops(const Graph& g, json* data) {
   std::unordered_map<std::string, int> type_index;
   std::vector<std::string> types;
   std::vector<int> op_type, op_phase;
@@ -185,25 +186,13 @@ std::string report_data_json(const ReportInput& in) {
     op_phase.push_back(static_cast<int>(op.phase));
     op_name.push_back(op.name);
   }
-  data["types"] = types;
-  data["ops"] = {{"type", op_type}, {"phase", op_phase}, {"name", op_name}};
+  (*data)["types"] = types;
+  (*data)["ops"] = {{"type", op_type}, {"phase", op_phase}, {"name", op_name}};
+}
 
-  // The tensors that steps name, in order of first appearance.
-  std::vector<int32_t> row(g.num_tensors(), -1);
-  std::vector<int32_t> t_id, t_kind;
-  std::vector<int64_t> t_bytes;
-  std::vector<std::string> t_name;
-  auto tensor_row = [&](TensorId t) {
-    if (row[t] < 0) {
-      row[t] = static_cast<int32_t>(t_id.size());
-      t_id.push_back(t);
-      t_kind.push_back(static_cast<int>(g.tensors[t].kind));
-      t_bytes.push_back(g.tensors[t].bytes);
-      t_name.push_back(tensor_label[t]);
-    }
-    return row[t];
-  };
-
+// The streams' lanes (every step's start and duration) and the drops.
+void add_lanes(const Graph& g, const Plan& p, const SimResult& sim, const TimeUnit& ns,
+               TensorRows& tensor_row, json* data) {
   struct Lane {
     DeltaColumn start;
     std::vector<int64_t> dur;
@@ -241,7 +230,7 @@ std::string report_data_json(const ReportInput& in) {
       time.push(t);
       subject.push_back(x);
     }
-    data["drops"] = {{"time", time.values()}, {"subject", subject}};
+    (*data)["drops"] = {{"time", time.values()}, {"subject", subject}};
   }
   json lanes_json;
   const char* lane_names[kNumStreams] = {"compute", "h2d", "d2h", "collective"};
@@ -249,42 +238,46 @@ std::string report_data_json(const ReportInput& in) {
     lanes_json[lane_names[i]] = {
         {"start", lanes[i].start.values()}, {"dur", lanes[i].dur}, {"subject", lanes[i].subject}};
   lanes_json["compute"]["recompute"] = lanes[0].recompute;
-  data["lanes"] = std::move(lanes_json);
+  (*data)["lanes"] = std::move(lanes_json);
+}
 
+json memory_json(const SimResult& sim, const TimeUnit& ns) {
   DeltaColumn mem_time, mem_bytes;
   for (const MemoryPoint& pt : sim.memory) {
     mem_time.push(ns(pt.time_us));
     mem_bytes.push(pt.bytes);
   }
-  data["memory"] = {{"time", mem_time.values()}, {"bytes", mem_bytes.values()}};
+  return {{"time", mem_time.values()}, {"bytes", mem_bytes.values()}};
+}
 
-  // The arena: the objects, and every tenancy of them, by begin.
-  {
-    DeltaColumn offset;
-    std::vector<int64_t> bytes;
-    std::vector<int32_t> cls;
-    for (const Block& b : p.objects) {
-      offset.push(b.offset);
-      bytes.push_back(b.bytes);
-      cls.push_back(b.cls);
-    }
-    DeltaColumn begin;
-    std::vector<int64_t> dur;
-    std::vector<int32_t> object, tenant;
-    for (const ObjectTenancy& t : object_tenancies(g, p, sim.timeline, sim.iteration_us)) {
-      object.push_back(t.object);
-      tenant.push_back(t.tenant >= 0 ? tensor_row(t.tenant) : t.tenant);
-      const int64_t a = ns(t.begin_us);
-      begin.push(a);
-      dur.push_back(std::max<int64_t>(0, ns(t.end_us) - a));
-    }
-    data["arena"] = {
-        {"objects", {{"offset", offset.values()}, {"bytes", bytes}, {"cls", cls}}},
-        {"tenancies",
-         {{"object", object}, {"tenant", tenant}, {"begin", begin.values()}, {"dur", dur}}}};
+// The arena: the objects, and every tenancy of them, by begin.
+json arena_json(const Graph& g, const Plan& p, const SimResult& sim, const TimeUnit& ns,
+                TensorRows& tensor_row) {
+  DeltaColumn offset;
+  std::vector<int64_t> bytes;
+  std::vector<int32_t> cls;
+  for (const Block& b : p.objects) {
+    offset.push(b.offset);
+    bytes.push_back(b.bytes);
+    cls.push_back(b.cls);
   }
+  DeltaColumn begin;
+  std::vector<int64_t> dur;
+  std::vector<int32_t> object, tenant;
+  for (const ObjectTenancy& t : object_tenancies(g, p, sim.timeline, sim.iteration_us)) {
+    object.push_back(t.object);
+    tenant.push_back(t.tenant >= 0 ? tensor_row(t.tenant) : t.tenant);
+    const int64_t a = ns(t.begin_us);
+    begin.push(a);
+    dur.push_back(std::max<int64_t>(0, ns(t.end_us) - a));
+  }
+  return {{"objects", {{"offset", offset.values()}, {"bytes", bytes}, {"cls", cls}}},
+          {"tenancies",
+           {{"object", object}, {"tenant", tenant}, {"begin", begin.values()}, {"dur", dur}}}};
+}
 
-  // The tensors that moved bytes: one only dropped (recomputed) moved none.
+// The tensors that moved bytes: one only dropped (recomputed) moved none.
+json traffic_json(const Graph& g, const Plan& p, TensorRows& tensor_row) {
   std::vector<TensorTraffic> moved = tensor_traffic(g, p);
   std::erase_if(moved, [](const TensorTraffic& t) { return t.bytes == 0; });
   json tr = {{"tensor", json::array()}, {"in", json::array()},    {"out", json::array()},
@@ -296,8 +289,11 @@ std::string report_data_json(const ReportInput& in) {
     tr["drops"].push_back(moved[i].drops);
     tr["bytes"].push_back(moved[i].bytes);
   }
-  data["traffic"] = std::move(tr);
+  return tr;
+}
 
+json stalls_json(const Graph& g, const Plan& p, const SimResult& sim, const TimeUnit& ns,
+                 TensorRows& tensor_row) {
   const StallReport stalls = attribute_stalls(g, p, sim.timeline);
   std::vector<Stall> top = stalls.stalls;
   std::stable_sort(top.begin(), top.end(),
@@ -332,17 +328,58 @@ std::string report_data_json(const ReportInput& in) {
     bt["via_in"].push_back(x.via_swap_in);
     bt["via_out"].push_back(x.via_swap_out);
   }
-  data["stalls"] = {{"count", stalls.stalls.size()},
-                    {"total_us", stalls.total_us},
-                    {"unattributed_us", stalls.unattributed_us},
-                    {"by_cause", stall_causes_json(stalls)},
-                    {"top", std::move(tj)},
-                    {"by_tensor", std::move(bt)}};
+  return {{"count", stalls.stalls.size()},
+          {"total_us", stalls.total_us},
+          {"unattributed_us", stalls.unattributed_us},
+          {"by_cause", stall_causes_json(stalls)},
+          {"top", std::move(tj)},
+          {"by_tensor", std::move(bt)}};
+}
 
+}  // namespace
+
+std::string report_data_json(const ReportInput& in) {
+  SA_CHECK(
+      in.main >= 0 && in.main < static_cast<int>(in.methods.size()) && in.methods[in.main].feasible,
+      "the report's main method {} is not a feasible one of {}", in.main, in.methods.size());
+  const Graph& g = in.graph;
+  const MethodResult& m = in.methods[in.main];
+  const Plan& p = m.plan;
+  const SimResult& sim = m.sim;
+  SA_CHECK(static_cast<int>(sim.timeline.size()) == p.num_steps(),
+           "the report needs a simulated timeline ({} entries for {} steps)", sim.timeline.size(),
+           p.num_steps());
+  const TimeUnit ns(latest_us(sim));
+  TensorRows tensor_row(g);
+
+  json data;
+  data["version"] = 1;
+  // An integer while it is one exactly (up to 10^18).
+  data["time_unit_ns"] = ns.ns() <= 1e18 ? json(static_cast<int64_t>(ns.ns())) : json(ns.ns());
+  data["summary"] = summary_json(in, m, plan_traffic(g, p));
+  json methods = json::array();
+  for (size_t i = 0; i < in.methods.size(); ++i)
+    methods.push_back(method_json(in.methods[i], static_cast<int>(i) == in.main));
+  data["methods"] = std::move(methods);
+
+  json kinds = json::array();
+  for (int k = 0; k <= static_cast<int>(TensorKind::kTemp); ++k)
+    kinds.push_back(to_string(static_cast<TensorKind>(k)));
+  data["kinds"] = std::move(kinds);
+  json phases = json::array();
+  for (int k = 0; k <= static_cast<int>(Phase::kUpdate); ++k)
+    phases.push_back(to_string(static_cast<Phase>(k)));
+  data["phases"] = std::move(phases);
+
+  add_ops(g, &data);
+  add_lanes(g, p, sim, ns, tensor_row, &data);
+  data["memory"] = memory_json(sim, ns);
+  data["arena"] = arena_json(g, p, sim, ns, tensor_row);
+  data["traffic"] = traffic_json(g, p, tensor_row);
+  data["stalls"] = stalls_json(g, p, sim, ns, tensor_row);
   if (in.sweep) data["sweep"] = sweep_json(*in.sweep);
-
   // Last: every row that the tables above added is in.
-  data["tensors"] = {{"id", t_id}, {"name", t_name}, {"kind", t_kind}, {"bytes", t_bytes}};
+  data["tensors"] = tensor_row.to_json();
   return dump_json(data);
 }
 
