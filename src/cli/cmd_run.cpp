@@ -52,6 +52,95 @@ struct RunArgs {
   AtenRunArgs aten;
 };
 
+// What run prints besides the run's own result.
+struct RunSummary {
+  double used_scale = 0;   // the time scale the run used
+  double scale = 1;        // the same, 1 when unscaled
+  double measured_us = 0;  // median iteration in device time
+  double ratio = 0;        // measured / simulated
+  double overrun_us = 0;   // host kernels past their op's time, device time, median iteration
+  double late_kernels = 0;
+  bool paced = false;
+  bool auto_scale = false;
+};
+
+void print_run_json(const Graph& g, const Plan& p, const runtime::RankInfo& rank,
+                    const runtime::Backend& backend, const DeviceProfile& device,
+                    const SimResult& s, const runtime::RunResult& r, const RunSummary& m,
+                    int iterations) {
+  nlohmann::json j = {{"graph", g.name},
+                      {"rank", rank.rank},
+                      {"ranks", rank.size},
+                      {"method", p.method},
+                      {"backend", backend.name()},
+                      {"device", backend.device_name()},
+                      {"profile", device.name},
+                      {"time_scale", m.used_scale},
+                      {"time_scale_auto", m.auto_scale},
+                      {"calibration_wall_us", r.calibration_wall_us},
+                      {"paced", m.paced},
+                      {"iterations", iterations},
+                      {"wall_us", r.iteration_wall_us},
+                      {"measured_us", m.measured_us},
+                      {"simulated_us", s.iteration_us},
+                      {"ratio", m.ratio},
+                      {"swap_in_bytes", r.swap_in_bytes},
+                      {"swap_out_bytes", r.swap_out_bytes},
+                      {"recomputes", r.recomputes},
+                      {"peak_device_bytes", r.peak_device_bytes},
+                      {"memory_budget_bytes", p.memory_budget},
+                      {"pool_bytes", p.arena_bytes()},
+                      {"host_bytes", r.host_bytes},
+                      {"safety_waits", r.safety_waits},
+                      {"late_kernels", r.late_kernels},
+                      {"kernel_overrun_wall_us", r.kernel_overrun_wall_us},
+                      {"kernel_overrun_us", m.overrun_us},
+                      {"integrity", r.integrity}};
+  fmt::print("{}\n", dump_json(j, 2));
+}
+
+void print_run_text(const Graph& g, const Plan& p, const runtime::RankInfo& rank,
+                    const runtime::Backend& backend, const DeviceProfile& device,
+                    const SimResult& s, const runtime::RunResult& r, const RunSummary& m,
+                    const RunArgs& args) {
+  // Names from files: Note [Names on a terminal].
+  fmt::print("graph       {} ({} ops, {} tensors)\n", terminal_safe(g.name), g.num_ops(),
+             g.num_tensors());
+  if (rank.size > 1) fmt::print("rank        {} of {}\n", rank.rank, rank.size);
+  fmt::print("plan        {} ({} steps), budget {}\n", terminal_safe(p.method), p.num_steps(),
+             format_bytes(p.memory_budget));
+  fmt::print("backend     {} ({}), time scale {:g}{}{}\n", backend.name(),
+             terminal_safe(backend.device_name()), m.used_scale,
+             m.auto_scale ? fmt::format(" (auto: a calibration iteration took {} as fast as the "
+                                        "host goes)",
+                                        format_us(r.calibration_wall_us))
+                          : "",
+             m.paced ? fmt::format(", copies m.paced to {}", terminal_safe(device.name))
+                     : (args.backend == "host" ? ", copies unpaced" : ""));
+  std::vector<std::string> walls;
+  for (double w : r.iteration_wall_us)
+    walls.push_back(format_us(w));
+  fmt::print("iterations  {}: {} wall\n", r.iteration_wall_us.size(), fmt::join(walls, ", "));
+  fmt::print("measured    {} per iteration (median{})\n", format_us(m.measured_us),
+             m.scale != 1 ? ", wall time / time scale" : "");
+  fmt::print("simulated   {} on {} (measured / simulated = {:.3f})\n", format_us(s.iteration_us),
+             terminal_safe(device.name), m.ratio);
+  fmt::print("swapped     {} in, {} out per iteration\n", format_bytes(r.swap_in_bytes),
+             format_bytes(r.swap_out_bytes));
+  if (r.recomputes > 0) fmt::print("recomputed  {} ops per iteration\n", r.recomputes);
+  if (args.backend == "host")
+    fmt::print("late ops    {:.0f} kernels ran past their op time, by {} in all per iteration{}\n",
+               m.late_kernels, format_us(m.overrun_us), m.scale != 1 ? " (device time)" : "");
+  fmt::print("device      peak {} in use; arena {} (the budget), objects reach {}\n",
+             format_bytes(r.peak_device_bytes), format_bytes(r.arena_bytes),
+             format_bytes(p.arena_bytes()));
+  fmt::print("integrity   {}\n",
+             r.integrity_ok ? fmt::format("ok: every op's results and every persistent tensor "
+                                          "match the reference run in all {} iterations",
+                                          args.iterations)
+                            : r.integrity);
+}
+
 void run_run(RunArgs& args) {
   args.plan = args.source.take_graph_and_plan(args.files);
   args.graph = args.source.file.empty() ? args.source.model : args.source.file;
@@ -157,75 +246,19 @@ void run_run(RunArgs& args) {
         "measured time, {:.0f} ops late): time scale {:g} may be too small for this host; what "
         "the next ops did not make up is in the measured time",
         format_us(overrun_us), 100 * overrun_us / measured_us, late_kernels, used_scale)});
-  if (args.json) {
-    nlohmann::json j = {{"graph", g.name},
-                        {"rank", rank.rank},
-                        {"ranks", rank.size},
-                        {"method", p.method},
-                        {"backend", backend->name()},
-                        {"device", backend->device_name()},
-                        {"profile", device.name},
-                        {"time_scale", used_scale},
-                        {"time_scale_auto", auto_scale},
-                        {"calibration_wall_us", r.calibration_wall_us},
-                        {"paced", paced},
-                        {"iterations", args.iterations},
-                        {"wall_us", r.iteration_wall_us},
-                        {"measured_us", measured_us},
-                        {"simulated_us", s.iteration_us},
-                        {"ratio", ratio},
-                        {"swap_in_bytes", r.swap_in_bytes},
-                        {"swap_out_bytes", r.swap_out_bytes},
-                        {"recomputes", r.recomputes},
-                        {"peak_device_bytes", r.peak_device_bytes},
-                        {"memory_budget_bytes", p.memory_budget},
-                        {"pool_bytes", p.arena_bytes()},
-                        {"host_bytes", r.host_bytes},
-                        {"safety_waits", r.safety_waits},
-                        {"late_kernels", r.late_kernels},
-                        {"kernel_overrun_wall_us", r.kernel_overrun_wall_us},
-                        {"kernel_overrun_us", overrun_us},
-                        {"integrity", r.integrity}};
-    fmt::print("{}\n", dump_json(j, 2));
-  } else {
-    // Names from files: Note [Names on a terminal].
-    fmt::print("graph       {} ({} ops, {} tensors)\n", terminal_safe(g.name), g.num_ops(),
-               g.num_tensors());
-    if (rank.size > 1) fmt::print("rank        {} of {}\n", rank.rank, rank.size);
-    fmt::print("plan        {} ({} steps), budget {}\n", terminal_safe(p.method), p.num_steps(),
-               format_bytes(p.memory_budget));
-    fmt::print("backend     {} ({}), time scale {:g}{}{}\n", backend->name(),
-               terminal_safe(backend->device_name()), used_scale,
-               auto_scale ? fmt::format(" (auto: a calibration iteration took {} as fast as the "
-                                        "host goes)",
-                                        format_us(r.calibration_wall_us))
-                          : "",
-               paced ? fmt::format(", copies paced to {}", terminal_safe(device.name))
-                     : (args.backend == "host" ? ", copies unpaced" : ""));
-    std::vector<std::string> walls;
-    for (double w : r.iteration_wall_us)
-      walls.push_back(format_us(w));
-    fmt::print("iterations  {}: {} wall\n", r.iteration_wall_us.size(), fmt::join(walls, ", "));
-    fmt::print("measured    {} per iteration (median{})\n", format_us(measured_us),
-               scale != 1 ? ", wall time / time scale" : "");
-    fmt::print("simulated   {} on {} (measured / simulated = {:.3f})\n", format_us(s.iteration_us),
-               terminal_safe(device.name), ratio);
-    fmt::print("swapped     {} in, {} out per iteration\n", format_bytes(r.swap_in_bytes),
-               format_bytes(r.swap_out_bytes));
-    if (r.recomputes > 0) fmt::print("recomputed  {} ops per iteration\n", r.recomputes);
-    if (args.backend == "host")
-      fmt::print(
-          "late ops    {:.0f} kernels ran past their op time, by {} in all per iteration{}\n",
-          late_kernels, format_us(overrun_us), scale != 1 ? " (device time)" : "");
-    fmt::print("device      peak {} in use; arena {} (the budget), objects reach {}\n",
-               format_bytes(r.peak_device_bytes), format_bytes(r.arena_bytes),
-               format_bytes(p.arena_bytes()));
-    fmt::print("integrity   {}\n",
-               r.integrity_ok ? fmt::format("ok: every op's results and every persistent tensor "
-                                            "match the reference run in all {} iterations",
-                                            args.iterations)
-                              : r.integrity);
-  }
+  RunSummary m;
+  m.used_scale = used_scale;
+  m.scale = scale;
+  m.measured_us = measured_us;
+  m.ratio = ratio;
+  m.overrun_us = overrun_us;
+  m.late_kernels = late_kernels;
+  m.paced = paced;
+  m.auto_scale = auto_scale;
+  if (args.json)
+    print_run_json(g, p, rank, *backend, device, s, r, m, args.iterations);
+  else
+    print_run_text(g, p, rank, *backend, device, s, r, m, args);
   if (!r.integrity_ok) throw Error("integrity check failed: " + r.integrity);
 }
 
