@@ -159,7 +159,6 @@ bool is_overload_name(std::string_view s) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
   });
 }
-
 }  // namespace
 
 int dtype_size(const std::string& d) {
@@ -171,6 +170,67 @@ int dtype_size(const std::string& d) {
     if (d == name) return size;
   return 0;
 }
+
+namespace {
+
+// Op o of an exec file (j, at ops[o]), checked against the graph's op o
+// (Note [ATen allow-list], Note [Step scalars], Note [Skipped steps]).
+AtenOp read_op(const FieldReader& r, const json& j, const Graph& g, OpId o,
+               size_t num_step_scalars) {
+  const std::string where = fmt::format("ops[{}]", o);
+  AtenOp op;
+  r.integer(r.field(j, where, "id"), where + ".id", o, o);
+  op.qualname = r.string(r.field(j, where, "op"), where + ".op");
+  const auto colon = op.qualname.find("::");
+  const auto dot = op.qualname.rfind('.');
+  if (colon == std::string::npos || dot == std::string::npos || dot < colon)
+    r.fail(where + ".op",
+           fmt::format("operator {} is not NAMESPACE::NAME.OVERLOAD", quote(op.qualname)));
+  op.name = op.qualname.substr(0, dot);
+  op.overload = op.qualname.substr(dot + 1);
+  // Note [ATen allow-list]: before anything else names the op (its
+  // qualname appears in every later error, so it is short by then).
+  if (!find_allowed_aten_op(op.name))
+    r.fail(where + ".op",
+           fmt::format("operator {} is not one that swapadvisor-capture records, so an exec "
+                       "file may not run it (Note [ATen allow-list], docs/capture.md)",
+                       quote(op.qualname)));
+  if (!is_overload_name(op.overload))
+    r.fail(where + ".op",
+           fmt::format("operator {}: the overload is not a name of at most {} letters, digits "
+                       "and underscores",
+                       quote(op.qualname), kMaxOverloadName));
+  if (op.overload == "default") op.overload.clear();
+  if (g.ops[o].type != op.name)
+    r.fail(where + ".op", fmt::format("{} but the graph's op {} is {}", quote(op.qualname), o,
+                                      quote(g.ops[o].type)));
+  op.args = r.array(r.field(j, where, "args"), where + ".args");
+  const json* kwargs = FieldReader::find(j, "kwargs");
+  op.kwargs = kwargs ? r.object(*kwargs, where + ".kwargs") : json::object();
+  op.results = r.array(r.field(j, where, "results"), where + ".results");
+  if (const json* random = FieldReader::find(j, "random")) {
+    if (!random->is_boolean())
+      r.fail(where + ".random", fmt::format("expected true or false, got {}", describe(*random)));
+    op.random = random->get<bool>();
+  }
+  if (const json* uses = FieldReader::find(j, "step_scalars"))
+    op.step_scalars = step_scalar_uses(r, *uses, op, where + ".step_scalars", num_step_scalars);
+  if (const json* flag = FieldReader::find(j, "skip_if_nonzero")) {
+    // Note [Skipped steps]: a float32 input of the graph's op.
+    const std::string at = where + ".skip_if_nonzero";
+    const auto t = static_cast<TensorId>(r.integer(*flag, at, 0, g.num_tensors() - 1));
+    const std::vector<TensorId>& in = g.ops[o].inputs;
+    if (std::find(in.begin(), in.end(), t) == in.end())
+      r.fail(at, fmt::format("tensor {} is not an input of the graph's op {}", t, o));
+    if (g.tensors[t].dtype != "float32")
+      r.fail(at, fmt::format("tensor {} is {}, not float32", t,
+                             g.tensors[t].dtype.empty() ? "of no dtype" : g.tensors[t].dtype));
+    op.skip_if_nonzero = t;
+  }
+  return op;
+}
+
+}  // namespace
 
 AtenProgram parse_aten_program(std::string_view text, const std::string& path, const Graph& g) {
   const json doc = parse_json(text, path);
@@ -224,60 +284,8 @@ AtenProgram parse_aten_program(std::string_view text, const std::string& path, c
   if (static_cast<int64_t>(ops.size()) != g.num_ops())
     r.fail("ops", fmt::format("{} ops, the graph has {}", ops.size(), g.num_ops()));
   p.ops.resize(ops.size());
-  for (int o = 0; o < g.num_ops(); ++o) {
-    const json& j = ops[o];
-    const std::string where = fmt::format("ops[{}]", o);
-    AtenOp& op = p.ops[o];
-    r.integer(r.field(j, where, "id"), where + ".id", o, o);
-    op.qualname = r.string(r.field(j, where, "op"), where + ".op");
-    const auto colon = op.qualname.find("::");
-    const auto dot = op.qualname.rfind('.');
-    if (colon == std::string::npos || dot == std::string::npos || dot < colon)
-      r.fail(where + ".op",
-             fmt::format("operator {} is not NAMESPACE::NAME.OVERLOAD", quote(op.qualname)));
-    op.name = op.qualname.substr(0, dot);
-    op.overload = op.qualname.substr(dot + 1);
-    // Note [ATen allow-list]: before anything else names the op (its
-    // qualname appears in every later error, so it is short by then).
-    if (!find_allowed_aten_op(op.name))
-      r.fail(where + ".op",
-             fmt::format("operator {} is not one that swapadvisor-capture records, so an exec "
-                         "file may not run it (Note [ATen allow-list], docs/capture.md)",
-                         quote(op.qualname)));
-    if (!is_overload_name(op.overload))
-      r.fail(where + ".op",
-             fmt::format("operator {}: the overload is not a name of at most {} letters, digits "
-                         "and underscores",
-                         quote(op.qualname), kMaxOverloadName));
-    if (op.overload == "default") op.overload.clear();
-    if (g.ops[o].type != op.name)
-      r.fail(where + ".op", fmt::format("{} but the graph's op {} is {}", quote(op.qualname), o,
-                                        quote(g.ops[o].type)));
-    op.args = r.array(r.field(j, where, "args"), where + ".args");
-    const json* kwargs = FieldReader::find(j, "kwargs");
-    op.kwargs = kwargs ? r.object(*kwargs, where + ".kwargs") : json::object();
-    op.results = r.array(r.field(j, where, "results"), where + ".results");
-    if (const json* random = FieldReader::find(j, "random")) {
-      if (!random->is_boolean())
-        r.fail(where + ".random", fmt::format("expected true or false, got {}", describe(*random)));
-      op.random = random->get<bool>();
-    }
-    if (const json* uses = FieldReader::find(j, "step_scalars"))
-      op.step_scalars =
-          step_scalar_uses(r, *uses, op, where + ".step_scalars", p.step_scalars.size());
-    if (const json* flag = FieldReader::find(j, "skip_if_nonzero")) {
-      // Note [Skipped steps]: a float32 input of the graph's op.
-      const std::string at = where + ".skip_if_nonzero";
-      const auto t = static_cast<TensorId>(r.integer(*flag, at, 0, g.num_tensors() - 1));
-      const std::vector<TensorId>& in = g.ops[o].inputs;
-      if (std::find(in.begin(), in.end(), t) == in.end())
-        r.fail(at, fmt::format("tensor {} is not an input of the graph's op {}", t, o));
-      if (g.tensors[t].dtype != "float32")
-        r.fail(at, fmt::format("tensor {} is {}, not float32", t,
-                               g.tensors[t].dtype.empty() ? "of no dtype" : g.tensors[t].dtype));
-      op.skip_if_nonzero = t;
-    }
-  }
+  for (int o = 0; o < g.num_ops(); ++o)
+    p.ops[o] = read_op(r, ops[o], g, o, p.step_scalars.size());
   const json& loss = r.field(doc, "", "loss");
   const json& after = r.field(loss, "loss", "after_op");
   p.loss_after_op = after.is_null()
