@@ -1,0 +1,284 @@
+#pragma once
+// The genetic search's internals (search/ga.h): candidates, workers and the
+// Search, shared by the files of this folder, one role each:
+//   seeds.cpp   the seeds: bases (orders, layouts) planned first, repaired;
+//   evolve.cpp  new candidates: initial ones, children, mutations, selection;
+// search/ga.cpp runs the generations and keeps the best (Note [Search time]).
+// Only these files include this header.
+
+#include "search/ga.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cost/op_cost.h"
+#include "graph/stats.h"
+#include "plan/allocation.h"
+#include "search/alloc_ops.h"
+#include "search/rng.h"
+#include "search/schedule.h"
+#include "util/error.h"
+
+namespace sa::ga {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kLayoutFlip = 0.05;     // chance that an arena child switches layouts
+constexpr double kMasterFlip = 0.05;     // chance that a child switches recomputation on or off
+constexpr int kPackedRepairs = 2;        // packed layouts: walks with a lowered capacity at most
+constexpr double kPackedNearPeak = 0.9;  // packed seeds only from this share of the peak live bytes
+// Note [Recompute genes]: an op is cheap when running it again takes less
+// than this share of the time its outputs take out and back in.
+constexpr double kCheapRecompute = 0.5;
+constexpr int kSeedRepairs = 4;  // Note [Recompute repair]: plans of a seed's genes
+// Note [Recompute through dead inputs]: the DTR twins' depths.
+constexpr int kDtrDepths[] = {3, kAnyDepth};
+using Clock = std::chrono::steady_clock;
+
+// The arena's layouts (Note [Arena search] in search/ga.h).
+enum class Layout : uint8_t { kPlaced, kSlots, kPacked };
+
+struct Candidate {
+  std::vector<OpId> order;
+  Allocation alloc;                 // size classes (the arena's slots layout too)
+  Layout layout = Layout::kPlaced;  // arena only
+  // Note [Recompute genes]: per op, whether its outputs may be dropped and
+  // recomputed (empty: never).
+  std::vector<uint8_t> recompute;
+  // Note [Recompute genes]: the master gene; false: swap only, whatever the
+  // per-op genes say (they drift unexpressed).
+  bool recomputes = false;
+  // Note [Recompute genes]: evict by the DTR heuristic, dropping only what
+  // may be recomputed (EvictionPolicy::kDtr), instead of Belady's choice.
+  bool dtr = false;
+  // Note [Recompute through dead inputs]: how deep recomputes may remake
+  // dead inputs (PlannerOptions::dead_input_depth).
+  int dead_depth = 1;
+  double time_us = kInf;
+};
+
+// What every worker reads and nobody writes during a generation.
+struct Context {
+  const Problem& pb;
+  const SearchOptions& opt;
+  std::vector<int32_t> size_cap;
+  bool arena() const { return opt.allocator == Allocator::kArena; }
+  bool slots = true;           // the pool's minimum fits the budget: candidates may lay out slots
+  std::vector<uint8_t> cheap;  // Note [Recompute genes]: ops cheaper to run again than to copy
+  std::vector<uint8_t> stateless;  // of them, those without updates (no batch norm)
+  std::vector<uint8_t> eligible;   // ops that may run again at all
+};
+
+// Per-thread state: the planner and simulator keep reusable buffers.
+struct Worker {
+  explicit Worker(const Context& c)
+      : ctx(c),
+        planner(c.pb.graph, c.pb.sizes, c.pb.op_us, c.pb.device),
+        sched(c.pb.dataflow),
+        alloc_ops(c.pb.graph, c.pb.sizes, c.pb.budget, c.size_cap) {}
+
+  PlanResult plan_candidate(const Candidate& x, Plan* out) {
+    const Problem& pb = ctx.pb;
+    PlannerOptions o = ctx.opt.planner;
+    if (x.recomputes && !x.recompute.empty()) o.recompute = &x.recompute;
+    if (x.dtr && o.recompute) o.eviction = EvictionPolicy::kDtr;  // (packs in the arena)
+    o.dead_input_depth = x.dead_depth;
+    if (ctx.arena() && x.layout != Layout::kSlots) {
+      o.layout = x.layout == Layout::kPacked ? ArenaLayout::kPacked : ArenaLayout::kPlaced;
+      o.max_repairs = std::min(o.max_repairs, kPackedRepairs);
+      return planner.plan_arena(x.order, pb.budget, pb.budget, o, out);
+    }
+    PlanResult r = planner.plan(x.order, x.alloc, pb.budget, o, out);
+    if (r.ok && ctx.arena()) offsets_from_classes(out);
+    return r;
+  }
+
+  // The candidate's iteration time (kInf when it does not plan); *planned:
+  // what the planner said. The fastest plan this worker made is kept with
+  // its candidate, so the search need not plan its best again at the end
+  // (one evaluation of a big graph takes seconds: Note [Search time]).
+  double evaluate(const Candidate& x, PlanResult* planned = nullptr) {
+    const auto t0 = Clock::now();
+    PlanResult local;
+    PlanResult& r = planned ? *planned : local;
+    r = plan_candidate(x, &plan);
+    double t = kInf;
+    if (r.ok && r.simulation) {
+      t = r.simulation->ok ? r.simulation->iteration_us : kInf;
+    } else if (r.ok) {
+      const SimResult sr = sim.run(ctx.pb.graph, plan, ctx.pb.op_us, ctx.pb.device);
+      t = sr.ok ? sr.iteration_us : kInf;
+    }
+    if (t < best_us) {
+      best_us = t;
+      best_plan = plan;
+      best_candidate = x;
+      best_candidate.time_us = t;
+    }
+    slowest_s = std::max(slowest_s, std::chrono::duration<double>(Clock::now() - t0).count());
+    ++count;
+    return t;
+  }
+
+  const Context& ctx;
+  SwapPlanner planner;
+  Simulator sim;
+  Plan plan;
+  double best_us = kInf;  // the fastest of this worker's evaluations
+  Plan best_plan;         // its plan
+  Candidate best_candidate;
+  double slowest_s = 0;  // the longest of this worker's evaluations, in seconds
+  int64_t count = 0;     // this worker's evaluations
+  Scheduler sched;
+  AllocOps alloc_ops;
+  std::vector<OpId> o1, o2;
+  Allocation a1, a2;
+  std::vector<double> per_size;
+};
+
+// Runs f(worker, k) for k in [0, count) on one thread per worker; stops
+// taking new items after the deadline. Returns which items ran.
+// With first_always, item 0 runs whatever the deadline.
+template <typename F>
+std::vector<uint8_t> parallel_for(std::vector<std::unique_ptr<Worker>>& workers, int count,
+                                  const Clock::time_point* deadline, F&& f,
+                                  bool first_always = false) {
+  std::vector<uint8_t> ran(count, 0);
+  std::atomic<int> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto body = [&](Worker& w) {
+    for (;;) {
+      const int k = next.fetch_add(1);
+      if (k >= count) return;
+      if (deadline && Clock::now() >= *deadline && !(first_always && k == 0)) return;
+      try {
+        f(w, k);
+        ran[k] = 1;
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+        next.store(count);
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < workers.size() && static_cast<int>(i) < count; ++i)
+    threads.emplace_back(body, std::ref(*workers[i]));
+  body(*workers[0]);
+  for (auto& t : threads)
+    t.join();
+  if (error) std::rethrow_exception(error);
+  return ran;
+}
+
+// Log-uniform in [lo, hi].
+inline double log_uniform(Rng& rng, double lo, double hi) {
+  if (hi <= lo) return hi;
+  return std::exp(std::log(lo) + rng.uniform() * (std::log(hi) - std::log(lo)));
+}
+
+// One class per run of neighbouring sizes within ratio x the run's smallest.
+inline std::vector<ClassId> merge_by_ratio(const SizeTable& t, double ratio) {
+  std::vector<ClassId> cls(t.num_sizes(), 0);
+  if (cls.empty()) return cls;
+  int64_t first = t.sizes[0];
+  for (int i = 1; i < t.num_sizes(); ++i) {
+    if (static_cast<double>(t.sizes[i]) <= ratio * static_cast<double>(first)) {
+      cls[i] = cls[i - 1];
+    } else {
+      cls[i] = cls[i - 1] + 1;
+      first = t.sizes[i];
+    }
+  }
+  return cls;
+}
+
+class Search {
+ public:
+  explicit Search(Context& ctx)
+      : ctx_(ctx), opt_(ctx.opt), m_(ctx.pb.graph.num_ops()), recompute_(opt_.recompute) {
+    for (int i = 0; i < std::max(1, opt_.threads); ++i)
+      workers_.push_back(std::make_unique<Worker>(ctx_));
+    start_ = last_report_ = Clock::now();
+    if (opt_.time_budget_s > 0)
+      deadline_ = start_ + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(opt_.time_budget_s));
+    for (double t : ctx.pb.op_us)
+      ideal_ += t;
+    tty_ = isatty(STDERR_FILENO);
+  }
+
+  SearchResult run();
+
+ private:
+  struct Pair {
+    int p1, p2;
+    int cut, cls_cut, cnt_cut;
+  };
+
+  const Clock::time_point* deadline() const {
+    return opt_.time_budget_s > 0 ? &deadline_ : nullptr;
+  }
+  bool out_of_budget() const {
+    if (opt_.max_evaluations > 0 && evaluations_ >= opt_.max_evaluations) return true;
+    return opt_.time_budget_s > 0 && Clock::now() >= deadline_;
+  }
+  int batch_size(int want) const {
+    if (opt_.max_evaluations <= 0) return want;
+    return static_cast<int>(std::min<int64_t>(want, opt_.max_evaluations - evaluations_));
+  }
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  // An iteration time as % of ideal (0 for a candidate that does not plan).
+  double pct_of_ideal(double t_us) const { return t_us < kInf ? 100 * ideal_ / t_us : 0.0; }
+
+  void make_bases();
+  void plan_seeds();
+  void keep_recompute_if_it_pays(size_t swap_only);
+  void repair_seed(Worker& w, Candidate& c);
+  bool out_of_time() const { return opt_.time_budget_s > 0 && Clock::now() >= deadline_; }
+  void take_best(SearchResult& result);
+  void make_initial(Worker& w, int k, Rng& rng, Candidate& c);
+  void make_child(Worker& w, int gen, int k, Candidate& c);
+  void mutate_alloc(Worker& w, Rng& rng, Allocation& a);
+  void mutate_recompute(Rng& rng, std::vector<uint8_t>& genes) const;
+  void select_pairs(Rng& rng);
+  void select_survivors(Rng& rng);
+  double best_time() const;
+  const Candidate& best() const;
+  void report(int gen, bool last);
+
+  Context& ctx_;
+  const SearchOptions& opt_;
+  const int m_;
+  bool recompute_;  // Note [Recompute genes]; false also when no seed gains by it
+  std::vector<std::unique_ptr<Worker>> workers_;
+  Clock::time_point start_, deadline_, last_report_;
+  bool tty_ = false, reported_ = false;
+  int reported_gen_ = -1;
+  int64_t reported_evaluations_ = -1;
+  double ideal_ = 0;
+  double seeds_seconds_ = 0;  // planning the seeds took
+  bool seeds_cut_ = false;    // the time budget ended before every seed was planned
+  int64_t evaluations_ = 0;
+  std::vector<Candidate> bases_;  // the seeds of generation 0
+  std::vector<Candidate> pop_, kids_;
+  std::vector<Pair> pairs_;
+  std::vector<double> history_;
+};
+
+bool same_genes(const Candidate& a, const Candidate& b);
+
+}  // namespace sa::ga
