@@ -16,7 +16,8 @@ if(SA_HAVE_TORCH)
   # A plugin, loaded only by `run --kernels aten` (Note [ATen plugin]): libtorch's
   # static initialisation costs most of a second per process. It carries its own
   # copy of the core code it uses, so the core is position-independent.
-  add_library(swapadvisor_aten MODULE ${CMAKE_CURRENT_LIST_DIR}/aten_kernels.cpp)
+  add_library(swapadvisor_aten MODULE ${CMAKE_CURRENT_LIST_DIR}/aten_kernels.cpp
+                                     ${CMAKE_CURRENT_LIST_DIR}/aten_values.cpp)
   set_target_properties(swapadvisor_aten PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})
   set_target_properties(swapadvisor_core PROPERTIES POSITION_INDEPENDENT_CODE ON)
   target_link_libraries(swapadvisor_aten PRIVATE swapadvisor_core ${TORCH_LIBRARIES})
