@@ -234,8 +234,11 @@ TEST(AtenKernels, ResultsAllocatedInEachOthersObjectsArePlacedRight) {
     want[r][1] = m;
   }
   auto view = [](int t, int offset) {
-    return nlohmann::json{{"tensor", t}, {"dtype", "float64"}, {"sizes", nlohmann::json::array()},
-                          {"strides", nlohmann::json::array()}, {"offset", offset}};
+    return nlohmann::json{{"tensor", t},
+                          {"dtype", "float64"},
+                          {"sizes", nlohmann::json::array()},
+                          {"strides", nlohmann::json::array()},
+                          {"offset", offset}};
   };
   for (const int var_tensor : {1, 2}) {
     const int mean_tensor = 3 - var_tensor;
@@ -253,22 +256,30 @@ TEST(AtenKernels, ResultsAllocatedInEachOthersObjectsArePlacedRight) {
              {{{"id", 0},
                {"op", "aten::var_mean.dim"},
                {"args",
-                {{{"tensor", 0}, {"dtype", "float64"}, {"sizes", {2, 8}}, {"strides", {8, 1}},
+                {{{"tensor", 0},
+                  {"dtype", "float64"},
+                  {"sizes", {2, 8}},
+                  {"strides", {8, 1}},
                   {"offset", 0}},
                  {1}}},
                {"kwargs", nlohmann::json::object()},
                {"results",
-                {{{"tensor", var_tensor}, {"dtype", "float64"}, {"sizes", {2}}, {"strides", {1}},
+                {{{"tensor", var_tensor},
+                  {"dtype", "float64"},
+                  {"sizes", {2}},
+                  {"strides", {1}},
                   {"offset", 0}},
-                 {{"tensor", mean_tensor}, {"dtype", "float64"}, {"sizes", {2}}, {"strides", {1}},
+                 {{"tensor", mean_tensor},
+                  {"dtype", "float64"},
+                  {"sizes", {2}},
+                  {"strides", {1}},
                   {"offset", 0}}}}}}},
             {"loss", {{"after_op", 0}, {"value", view(what == 0 ? var_tensor : mean_tensor, r)}}}};
         const AtenProgram p = parse_aten_program(exec.dump(), "vm.exec.json", g);
         const ProgramOrderResult got = run_program_order(g, p, init, 1, {});
         ASSERT_EQ(got.losses.size(), 1u);
         EXPECT_DOUBLE_EQ(got.losses[0], want[r][what])
-            << (what == 0 ? "var" : "mean") << " of row " << r << ", var in tensor "
-            << var_tensor;
+            << (what == 0 ? "var" : "mean") << " of row " << r << ", var in tensor " << var_tensor;
       }
   }
 }

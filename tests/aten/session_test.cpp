@@ -231,7 +231,8 @@ TEST(AtenSession, BeginAndEndTakeTheStepsScalarsLate) {
   if (!aten_available()) GTEST_SKIP() << "built without libtorch";
   Captured c = tiny_mlp("odswap");
   c.program.step_scalars = {-0.01};
-  for (const OpId o : {20, 23, 26, 29}) c.program.ops[o].step_scalars = {{-1, "alpha", 0}};
+  for (const OpId o : {20, 23, 26, 29})
+    c.program.ops[o].step_scalars = {{-1, "alpha", 0}};
   const auto b = batch(c, 1);
   std::vector<BatchValue> v;
   const std::vector<TensorId> in = inputs(c.g);
@@ -266,7 +267,9 @@ TEST(AtenSession, BeginAndEndTakeTheStepsScalarsLate) {
 
   AtenSession wrong(c.g, c.plan, c.program, c.init, {});
   wrong.begin(v);
-  EXPECT_NE(sa::testing::error_of([&] { wrong.end(std::vector<double>{1.0, 2.0}); }).find("2 step scalars"),
+  EXPECT_NE(sa::testing::error_of([&] {
+              wrong.end(std::vector<double>{1.0, 2.0});
+            }).find("2 step scalars"),
             std::string::npos);
   EXPECT_NE(sa::testing::error_of([&] { wrong.finish(); }).find("2 step scalars"),
             std::string::npos);
