@@ -12,8 +12,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const sa::Graph g =
       sa::read_graph(sa::fuzz::data_dir() + "/capture/tiny_mlp.graph.json.gz");
-  static const sa::runtime::AtenProgram p = sa::runtime::read_aten_program(
-      sa::fuzz::data_dir() + "/capture/tiny_mlp.exec.json.gz", g);
+  static const sa::runtime::AtenProgram p =
+      sa::runtime::read_aten_program(sa::fuzz::data_dir() + "/capture/tiny_mlp.exec.json.gz", g);
   sa::fuzz::refused_or_read([&] {
     const std::string bytes(reinterpret_cast<const char*>(data), size);
     const sa::runtime::ValuesFile v = sa::runtime::parse_values_file(bytes, "fuzz");

@@ -14,7 +14,9 @@ SA_PACKAGES=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev libbench
              # compiled module (docs/python.md)
              pybind11-dev python3-pybind11 python3-dev
              # OpenMPI: `mpirun -np N swapadvisor run` of data-parallel plans (docs/runtime.md)
-             libopenmpi-dev openmpi-bin)
+             libopenmpi-dev openmpi-bin
+             # scripts/check-format (run by scripts/test)
+             clang-format)
 
 # Debian packages only the tests need: Chromium loads the HTML report headless
 # (tests/report/browser_test.sh, which is skipped without it).

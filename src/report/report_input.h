@@ -18,9 +18,9 @@ struct ReportInput {
   const Graph& graph;
   const DeviceProfile& device;
   int64_t budget = 0;
-  int64_t peak_live = 0;     // the graph's peak live bytes in program order
+  int64_t peak_live = 0;         // the graph's peak live bytes in program order
   std::optional<int64_t> batch;  // samples per iteration, when known
-  double ideal_us = 0;       // sum of op times
+  double ideal_us = 0;           // sum of op times
   // The comparison. Feasible methods carry their plan and its simulation with
   // a timeline (SimOptions::record_timeline).
   std::span<const MethodResult> methods;
