@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "api/progress.h"
 #include "cost/op_cost.h"
 #include "graph/stats.h"
 #include "plan/allocation.h"
@@ -94,7 +95,7 @@ MethodOptions method_options(const PlanningArgs& args) {
   o.threads = args.threads > 0 ? args.threads
                                : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   o.seed = args.seed;
-  o.progress = !args.quiet;
+  if (!args.quiet) o.progress = stderr_search_progress();
   o.planner.deadline_copy_order = args.copy_order == "deadline";
   o.planner.layout = args.arena_layout == "packed" ? ArenaLayout::kPacked : ArenaLayout::kPlaced;
   o.allocator = m.allocator;

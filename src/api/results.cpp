@@ -81,7 +81,7 @@ SweepSetup prepare_sweep(SweepArgs args) {
   if (args.target > 0) s.options.target = args.target;
   s.options.compute_scale = args.planning.compute_scale;
   s.options.method = method_options(args.planning);
-  s.options.method.search.progress = false;
+  s.options.method.search.progress = nullptr;  // the sweep's own line per point instead
   return s;
 }
 

@@ -198,6 +198,7 @@ void run_run(RunArgs& args) {
   const auto backend = runtime::make_backend(bo);
   runtime::RunOptions ro;
   ro.iterations = args.iterations;
+  ro.ranks = rank;
   ro.time_scale = time_scale;
   ro.agree = fmt::format("kernels: synthetic; time scale: {}", args.time_scale);
   double run_scale = time_scale > 0 ? time_scale : 1;  // for the progress lines

@@ -102,6 +102,7 @@ void run_aten(const AtenRunArgs& a) {
                terminal_safe(exec), program.step_scalars.size());
   runtime::AtenRunOptions o;
   o.iterations = a.iterations;
+  o.ranks = rank;
   o.aten.threads = a.threads;
   o.aten.device = a.backend == "cuda" ? "cuda" : "cpu";
   o.aten.all_reduce_mean = runtime::all_reduce_mean_buffer;

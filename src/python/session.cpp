@@ -90,7 +90,7 @@ std::unique_ptr<AtenSession> open_session(const std::string& graph_path,
   o.threads = threads;
   if (p.data_parallel.active()) o.all_reduce_mean = runtime::all_reduce_mean_buffer;
   return std::make_unique<AtenSession>(std::move(g), std::move(p), std::move(program),
-                                       std::move(state), std::move(o));
+                                       std::move(state), std::move(o), runtime::init_ranks());
 }
 
 // batch: (tensor id, an object with the buffer protocol) per input;

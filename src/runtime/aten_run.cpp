@@ -76,6 +76,7 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
   r.final_state.graph = g.name;
   RunOptions ro;
   ro.iterations = o.iterations;
+  ro.ranks = o.ranks;
   ro.time_scale = 0;
   ro.check_integrity = false;
   ro.agree = "kernels: aten";  // every rank (Note [Rank failures] in runtime/ranks.h)

@@ -29,6 +29,7 @@ namespace sa::runtime {
 
 struct AtenRunOptions {
   int iterations = 1;
+  RankInfo ranks;    // as RunOptions::ranks
   AtenOptions aten;  // device "cpu": the host backend
   // A training loop (runtime/aten_session.h). next_batch as in RunOptions:
   // before each iteration, false ends the run. batch_value then fills an

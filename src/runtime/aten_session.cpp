@@ -12,12 +12,13 @@
 namespace sa::runtime {
 
 AtenSession::AtenSession(Graph graph, Plan plan, AtenProgram program, ValuesFile initial,
-                         AtenOptions options)
+                         AtenOptions options, RankInfo ranks)
     : graph_(std::move(graph)),
       plan_(std::move(plan)),
       program_(std::move(program)),
       initial_(std::move(initial)),
       options_(std::move(options)),
+      ranks_(ranks),
       batch_(graph_.tensors.size()) {
   thread_ = std::thread([this] { run(); });
 }
@@ -35,6 +36,7 @@ void AtenSession::run() {
     AtenRunOptions o;
     o.iterations = INT_MAX;
     o.aten = options_;
+    o.ranks = ranks_;
     o.next_batch = [this](int it) { return wait_for_batch(it); };
     o.batch_value = [this](TensorId t, std::byte* host, int64_t bytes) {
       // Under the lock: step() may not touch batch_ while an iteration runs,

@@ -55,7 +55,9 @@ class AtenSession {
  public:
   // REQUIRES: plan verified for graph. The arguments are copied; the run
   // starts at once (its setup errors come from the first step()).
-  AtenSession(Graph graph, Plan plan, AtenProgram program, ValuesFile initial, AtenOptions options);
+  // ranks: as RunOptions::ranks (init_ranks() under mpirun).
+  AtenSession(Graph graph, Plan plan, AtenProgram program, ValuesFile initial, AtenOptions options,
+              RankInfo ranks = {});
   ~AtenSession();  // finish()es, its errors dropped
   AtenSession(const AtenSession&) = delete;
   AtenSession& operator=(const AtenSession&) = delete;
@@ -103,6 +105,7 @@ class AtenSession {
   AtenProgram program_;
   ValuesFile initial_;
   AtenOptions options_;
+  RankInfo ranks_;
 
   std::mutex m_;
   std::condition_variable cv_;

@@ -51,7 +51,7 @@ class Executor {
     // allocated, and meet again after the setup, where an arena one of them
     // cannot allocate fails every rank (Note [Rank failures] in
     // runtime/ranks.h). With one rank, nothing.
-    const bool ranks = runtime::ranks().size > 1;
+    const bool ranks = o_.ranks.size > 1;
     if (ranks) {
       const RunFingerprint fp = fingerprint();
       checkpoint(&fp, nullptr);
@@ -71,7 +71,7 @@ class Executor {
     const int checked = o_.iterations + (calibrate ? 1 : 0);
     Reference ref;
     if (o_.check_integrity) {
-      ref = run_reference(g_, checked);
+      ref = run_reference(g_, checked, o_.ranks.rank);
       r_.integrity_checked = true;
     }
     scale_ = o_.time_scale;
@@ -200,7 +200,7 @@ class Executor {
     else
       synthetic::init_buffer(
           host_[t].data(), g_.tensors[t].bytes, t,
-          g_.tensors[t].kind == TensorKind::kInput ? rank_salt(ranks().rank) : 0);
+          g_.tensors[t].kind == TensorKind::kInput ? rank_salt(o_.ranks.rank) : 0);
   }
 
   // Every persistent tensor's latest value, to o_.final_value (streams idle).

@@ -101,11 +101,17 @@
 #include "plan/plan.h"
 #include "plan/simulator.h"
 #include "runtime/backend.h"
+#include "runtime/ranks.h"
 
 namespace sa::runtime {
 
 struct RunOptions {
   int iterations = 1;
+  // This process's rank and how many run the plan, as init_ranks() gives
+  // them under mpirun (passed in, not read from MPI here: a test can run
+  // rank 1's inputs alone). Rank 0 of 1: no checkpoints, inputs unsalted
+  // (Note [Ranks], Note [Rank failures] in runtime/ranks.h).
+  RankInfo ranks;
   double time_scale = 1;        // each op's kernel lasts op_us x time_scale
   bool check_integrity = true;  // run the reference and compare
   // Real data (the ATen kernels, runtime/aten_run.h). init_host, when set,

@@ -22,10 +22,9 @@ struct CompactMem {
 };
 
 // Inputs differ by rank (Note [Ranks] in runtime/ranks.h).
-void init_tensor(const Graph& g, TensorId t, std::vector<uint64_t>& w) {
+void init_tensor(const Graph& g, TensorId t, int rank, std::vector<uint64_t>& w) {
   const int64_t bytes = g.tensors[t].bytes;
-  const uint64_t salt =
-      g.tensors[t].kind == TensorKind::kInput ? runtime::rank_salt(runtime::ranks().rank) : 0;
+  const uint64_t salt = g.tensors[t].kind == TensorKind::kInput ? runtime::rank_salt(rank) : 0;
   w.resize(synthetic::num_samples(bytes));
   for (int64_t i = 0; i < static_cast<int64_t>(w.size()); ++i) {
     int len = 0;
@@ -51,6 +50,7 @@ std::vector<TensorId> updated_inputs(const Graph& g) {
 struct ReferenceState {
   const Graph* g = nullptr;
   int iterations = 0;
+  int rank = 0;  // whose inputs
   SlotLayout layout;
   KernelTable table;
   std::vector<TensorId> persistent;
@@ -64,7 +64,7 @@ struct ReferenceState {
   void run_iteration() {
     const Graph& graph = *g;
     for (TensorId t : reset)
-      init_tensor(graph, t, words[t]);
+      init_tensor(graph, t, rank, words[t]);
     slots.assign(layout.num_slots(), 0);
     CompactMem mem{&words};
     for (OpId o = 0; o < graph.num_ops(); ++o) {
@@ -101,11 +101,12 @@ const ReferenceIterations::Sums& ReferenceIterations::operator[](int it) const {
   return (*state_).*which_;
 }
 
-Reference run_reference(const Graph& g, int iterations) {
+Reference run_reference(const Graph& g, int iterations, int rank) {
   auto state = std::make_shared<ReferenceState>();
   ReferenceState& st = *state;
   st.g = &g;
   st.iterations = iterations;
+  st.rank = rank;
   st.layout = make_slot_layout(g);
   st.table = make_kernel_table(g, st.layout, nullptr);
   for (TensorId t = 0; t < g.num_tensors(); ++t)
@@ -115,7 +116,7 @@ Reference run_reference(const Graph& g, int iterations) {
     for_each_access(g.ops[o], [&](TensorId t, Access) { st.last_use[t] = o; });
   st.words.resize(g.num_tensors());
   for (TensorId t = 0; t < g.num_tensors(); ++t)
-    if (exists_at_start(g.tensors[t].kind)) init_tensor(g, t, st.words[t]);
+    if (exists_at_start(g.tensors[t].kind)) init_tensor(g, t, rank, st.words[t]);
   st.reset = updated_inputs(g);
 
   Reference ref;

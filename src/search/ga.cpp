@@ -19,23 +19,32 @@ void Search::report(int gen, bool last) {
   if (!opt_.progress) return;
   const auto now = Clock::now();
   if (!last && reported_ && now - last_report_ < std::chrono::seconds(1)) return;
-  // The closing line repeats nothing a log already has.
-  if (last && !tty_ && reported_ && gen == reported_gen_ && evaluations_ == reported_evaluations_)
-    return;
+  SearchProgress p;
+  p.kind = SearchProgress::Kind::kGeneration;
+  p.last = last;
+  p.unchanged = last && reported_ && gen == reported_gen_ && evaluations_ == reported_evaluations_;
+  p.generation = gen;
+  p.evaluations = evaluations_;
+  p.seconds = elapsed();
+  p.best_us = best_time();
+  p.pct_of_ideal = pct_of_ideal(p.best_us);
+  p.line = fmt::format(
+      "search: generation {}  {} evaluations  {:.0f}/s  best {:.3f} ms  {:.1f}% of ideal", gen,
+      evaluations_, p.seconds > 0 ? evaluations_ / p.seconds : 0.0, p.best_us / 1e3,
+      p.pct_of_ideal);
   last_report_ = now;
   reported_ = true;
   reported_gen_ = gen;
   reported_evaluations_ = evaluations_;
-  const double secs = elapsed();
-  const double t = best_time();
-  std::string line = fmt::format(
-      "search: generation {}  {} evaluations  {:.0f}/s  best {:.3f} ms  {:.1f}% of ideal", gen,
-      evaluations_, secs > 0 ? evaluations_ / secs : 0.0, t / 1e3, pct_of_ideal(t));
-  if (tty_)
-    std::fprintf(stderr, "\r%s\x1b[K%s", line.c_str(), last ? "\n" : "");
-  else
-    std::fprintf(stderr, "%s\n", line.c_str());
-  std::fflush(stderr);
+  opt_.progress(p);
+}
+
+void Search::tell(SearchProgress::Kind kind, std::string line) const {
+  if (!opt_.progress) return;
+  SearchProgress p;
+  p.kind = kind;
+  p.line = std::move(line);
+  opt_.progress(p);
 }
 
 SearchResult Search::run() {

@@ -129,6 +129,7 @@
 // so the same seed and evaluations give the same plan.
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
 #include <string>
@@ -152,6 +153,29 @@ struct SeedPlan {
   double iteration_us = 0;     // its simulated iteration time
 };
 
+// What the search tells its caller as it goes (SearchOptions::progress):
+// the search prints nothing itself; the CLI and the Python package print
+// these lines on stderr (api/progress.h).
+struct SearchProgress {
+  enum class Kind : uint8_t {
+    kSeedsStart,  // the seeds are about to be planned
+    kSeeds,       // what the seeds reach, swapping only and recomputing
+    kSeedsCut,    // the time budget ended among the seeds: no search
+    kGeneration,  // the best after a generation (at most one a second)
+  };
+  Kind kind = Kind::kGeneration;
+  std::string line;  // the line to print, without a newline
+  // kGeneration only. last: the search's closing line; unchanged: its
+  // numbers are those of the line before (a log need not repeat it; a
+  // terminal that overwrote the line before in place needs it to end it).
+  bool last = false, unchanged = false;
+  int generation = 0;
+  int64_t evaluations = 0;
+  double seconds = 0;
+  double best_us = 0;
+  double pct_of_ideal = 0;
+};
+
 struct SearchOptions {
   int population = 144;         // candidates per generation (a multiple of 4)
   double mutation_prob = 0.1;   // the largest per-step / per-gene mutation probability
@@ -159,8 +183,8 @@ struct SearchOptions {
   int64_t max_evaluations = 0;  // 0 = none (then a time budget is needed)
   int threads = 1;
   uint64_t seed = 1;
-  bool progress = false;                       // a progress line on stderr
-  PlannerOptions planner = {.max_passes = 1};  // Note [Steady-state passes]
+  std::function<void(const SearchProgress&)> progress;  // null: nothing told
+  PlannerOptions planner = {.max_passes = 1};           // Note [Steady-state passes]
   Allocator allocator = kDefaultAllocator;
   bool recompute = true;  // Note [Recompute genes]; false: swap-only plans
 

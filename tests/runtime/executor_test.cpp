@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <vector>
 
+#include "methods/methods.h"
+#include "plan/problem.h"
 #include "plan/simulator.h"
 #include "plan/verify.h"
 #include "runtime/executor.h"
 #include "runtime/host_backend.h"
+#include "runtime/synthetic_op.h"
 #include "runtime_test_util.h"
+#include "zoo/zoo.h"
 
 namespace sa::runtime {
 namespace {
@@ -42,6 +46,41 @@ TEST(RuntimeExecutor, SwapChainKeepsItsData) {
   EXPECT_EQ(r.safety_waits, 0);
   EXPECT_EQ(r.late_kernels.size(), 3u);  // per iteration
   EXPECT_EQ(r.kernel_overrun_wall_us.size(), 3u);
+}
+
+// The rank comes in through RunOptions (Note [Ranks]), not from MPI: one
+// process runs rank 1's inputs, checked against a reference of rank 1's,
+// and trains other parameters than rank 0 does; rank 0 again trains what it
+// trained before.
+TEST(RuntimeExecutor, TheRankPassedInChoosesTheInputs) {
+  const Graph g = build_zoo_model({.model = "mlp-6", .batch = 4});
+  int64_t peak = 0;
+  for (const Tensor& t : g.tensors)
+    peak += t.bytes;
+  const DeviceProfile device = load_device("v100-16gb");
+  const Problem pb(g, device, peak / 2);
+  const MethodResult m = run_method("odswap", pb, {});
+  ASSERT_TRUE(m.feasible) << m.why;
+  auto params_after = [&](RankInfo ranks) {
+    RunOptions o;
+    o.ranks = ranks;
+    o.iterations = 2;
+    o.time_scale = 0;
+    std::vector<uint64_t> sums;
+    o.final_value = [&](TensorId t, const std::byte* data, int64_t bytes) {
+      if (g.tensors[t].kind == TensorKind::kParam)
+        sums.push_back(synthetic::checksum_buffer(data, bytes));
+    };
+    auto b = make_host_backend({});
+    const RunResult r = run_plan(*b, g, m.plan, pb.op_us, o);
+    EXPECT_EQ(r.integrity, "ok") << "rank " << ranks.rank;
+    return sums;
+  };
+  const std::vector<uint64_t> rank0 = params_after({0, 1});
+  const std::vector<uint64_t> rank1 = params_after({1, 2});
+  ASSERT_FALSE(rank0.empty());
+  EXPECT_NE(rank0, rank1);
+  EXPECT_EQ(params_after({0, 1}), rank0);
 }
 
 double fastest(const RunResult& r) {

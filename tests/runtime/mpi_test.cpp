@@ -126,7 +126,6 @@ TEST_P(MpiPlan, EveryRankRunsThePlanAndTheParamsAgree) {
   MethodOptions mo;
   mo.search.max_evaluations = 50;
   mo.search.threads = 1;
-  mo.search.progress = false;
   const MethodResult m = run_method("swapadvisor", pb, mo);
   ASSERT_TRUE(m.feasible) << m.why;
   ASSERT_TRUE(verify_plan(g, m.plan).ok) << verify_plan(g, m.plan).violation;
@@ -134,6 +133,7 @@ TEST_P(MpiPlan, EveryRankRunsThePlanAndTheParamsAgree) {
 
   auto b = make_host_backend({});
   RunOptions o;
+  o.ranks = init_ranks();  // passed in (Note [Ranks])
   o.iterations = 2;
   o.time_scale = 0;
   std::vector<uint64_t> params;  // checksums of the final params, by tensor
@@ -272,7 +272,6 @@ const DpRun& dp_run() {
     MethodOptions mo;
     mo.search.max_evaluations = 20;
     mo.search.threads = 1;
-    mo.search.progress = false;
     mo.search.seed = 1;  // the same plan on every rank
     const MethodResult m = run_method("swapadvisor", pb, mo);
     EXPECT_TRUE(m.feasible) << m.why;
@@ -301,6 +300,7 @@ TEST(MpiRunPlan, AnArenaOneRankCannotAllocateFailsEveryRank) {
   const RankInfo r = init_ranks();
   const DpRun& x = dp_run();
   RunOptions o;
+  o.ranks = init_ranks();  // passed in (Note [Ranks])
   o.time_scale = 0;
   if (r.rank == 1) setenv("SA_TEST_HOST_ALLOC_LIMIT", "1000", 1);
   const std::string m = run_failure(x.plan, o);
@@ -313,6 +313,7 @@ TEST(MpiRunPlan, AnArenaOneRankCannotAllocateFailsEveryRank) {
 TEST(MpiRunPlan, OtherIterationsFailEveryRankBeforeTheSetup) {
   const RankInfo r = init_ranks();
   RunOptions o;
+  o.ranks = init_ranks();  // passed in (Note [Ranks])
   o.time_scale = 0;
   o.iterations = r.rank == 1 ? 3 : 2;
   // Rank 1 cannot allocate anything either: it fails at the first checkpoint,
@@ -331,6 +332,7 @@ TEST(MpiRunPlan, AnotherPlanFailsEveryRank) {
   Plan p = dp_run().plan;
   if (r.rank == 1) p.memory_budget += 4096;  // made for another budget
   RunOptions o;
+  o.ranks = init_ranks();  // passed in (Note [Ranks])
   o.time_scale = 0;
   const std::string m = run_failure(p, o);
   EXPECT_EQ(m.rfind(fmt::format("rank 1 of {} does not run what rank 0 runs: plan 'swapadvisor' "

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <numeric>
 
@@ -148,6 +149,52 @@ TEST(GeneticSearch, ATimeBudgetBelowOneEvaluationReturnsTheFirstSeed) {
   EXPECT_LE(r.sim.iteration_us, r.seed_us);
   EXPECT_EQ(r.history.back(), r.sim.iteration_us);
   EXPECT_LT(r.seconds, 2.0);
+}
+
+// The search tells its caller what it does (SearchOptions::progress) and
+// prints nothing: the seeds' start and result, then generation lines, the
+// last one marked; the first comes before any plan is made.
+TEST(GeneticSearch, TellsItsProgressThroughTheCallback) {
+  const Case p(testing::random_training_graph(4, 24), 0.5);
+  SearchOptions o = evals(200);
+  std::vector<SearchProgress> told;
+  o.progress = [&](const SearchProgress& e) { told.push_back(e); };
+  ::testing::internal::CaptureStderr();
+  const SearchResult r = p.run(o);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ASSERT_GE(told.size(), 3u);
+  EXPECT_EQ(told[0].kind, SearchProgress::Kind::kSeedsStart);
+  EXPECT_EQ(told[0].line.rfind("search: planning ", 0), 0u) << told[0].line;
+  EXPECT_EQ(told[1].kind, SearchProgress::Kind::kSeeds);
+  EXPECT_EQ(told[1].line.rfind("search: seeds ", 0), 0u) << told[1].line;
+  for (size_t i = 2; i < told.size(); ++i) {
+    EXPECT_EQ(told[i].kind, SearchProgress::Kind::kGeneration);
+    EXPECT_EQ(told[i].last, i + 1 == told.size());
+  }
+  const SearchProgress& last = told.back();
+  EXPECT_EQ(last.generation, r.generations);
+  EXPECT_EQ(last.evaluations, r.evaluations);
+  EXPECT_EQ(last.best_us, r.sim.iteration_us);
+}
+
+// A budget below one evaluation: the search says why it returns a seed.
+TEST(GeneticSearch, SaysWhenTheBudgetEndsAmongTheSeeds) {
+  const Case p(testing::random_training_graph(4, 24), 0.5);
+  SearchOptions o;
+  o.population = 16;
+  o.time_budget_s = 1e-9;
+  std::vector<SearchProgress> told;
+  o.progress = [&](const SearchProgress& e) { told.push_back(e); };
+  const SearchResult r = p.run(o);
+  ASSERT_TRUE(r.seeds_cut);
+  const auto cut = std::find_if(told.begin(), told.end(), [](const SearchProgress& e) {
+    return e.kind == SearchProgress::Kind::kSeedsCut;
+  });
+  ASSERT_NE(cut, told.end());
+  EXPECT_NE(cut->line.find("more than the time budget of 1e-09 s: returning the best of"),
+            std::string::npos)
+      << cut->line;
+  EXPECT_TRUE(told.back().last);
 }
 
 // Note [Search time]: whatever its budget, the search returns a plan at

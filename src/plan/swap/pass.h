@@ -128,6 +128,14 @@ struct WindowScore {
   }
 };
 
+// Placed mode: where an item goes (`at`; -1: nowhere) and the residents
+// that must leave first (a view of the pass's buffer, valid until the next
+// find_window).
+struct Window {
+  int64_t at = -1;
+  std::span<const ItemId> victims;
+};
+
 // Per class, its items (tensors and workspaces).
 inline std::vector<int32_t> item_counts(const SizeTable& sizes, std::span<const ClassId> cls) {
   std::vector<int32_t> cnt(cls.empty() ? 0 : *std::max_element(cls.begin(), cls.end()) + 1, 0);
@@ -149,6 +157,7 @@ class SwapPlanner::Pass {
   using Tenancy = swap_plan::Tenancy;
   using Mode = swap_plan::Mode;
   using WindowScore = swap_plan::WindowScore;
+  using Window = swap_plan::Window;
 
  public:
   Pass(const Graph& g, const SizeTable& sizes, std::span<const double> op_us,
@@ -373,13 +382,14 @@ class SwapPlanner::Pass {
   void split_range(int64_t at);
   ObjectId take_range(ItemId x, int64_t at);
   ObjectId place(ItemId x, int i, bool swap_in);
+  Window find_window(ItemId x, int i, bool swap_in);
   static constexpr int kWindowCandidates = 6;  // victims place() grows windows around
   int64_t free_run_for(int64_t need) const;
   bool movable(ItemId v, int i) const;
   int victim_candidates(ItemId x, int i, bool swap_in, std::pair<WindowScore, ItemId>* top);
   void window_around_victims(ItemId x, int i, bool swap_in, WindowScore* best, int64_t* best_at);
   void window_anywhere(ItemId x, int i, bool swap_in, WindowScore* best, int64_t* best_at);
-  void clear_range(int64_t at, int64_t bytes, int i);
+  std::vector<ItemId> range_tenants(int64_t at, int64_t bytes, int i) const;
   bool eligible_victim(ItemId v, ItemId x, int i, bool swap_in) const;
 };
 

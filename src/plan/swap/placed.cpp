@@ -97,8 +97,9 @@ void SwapPlanner::Pass::run_remove(int64_t at, int64_t end) {
   }
 }
 
-// Placed mode: evicts every resident that holds part of [at, at + bytes).
-void SwapPlanner::Pass::clear_range(int64_t at, int64_t bytes, int i) {
+// Placed mode: the residents that hold part of [at, at + bytes), which the
+// caller evicts to clear it.
+std::vector<ItemId> SwapPlanner::Pass::range_tenants(int64_t at, int64_t bytes, int i) const {
   std::vector<ItemId> victims;
   auto it = ranges_.upper_bound(at);
   if (it != ranges_.begin()) --it;
@@ -111,8 +112,7 @@ void SwapPlanner::Pass::clear_range(int64_t at, int64_t bytes, int i) {
     if (obj_of_[v] != t || last_pos_[v] >= i) throw NoRoom{v, i};
     victims.push_back(v);
   }
-  for (ItemId v : victims)
-    evict(v);
+  return victims;
 }
 
 // Placed mode: memory for x, needed before position i. Of the kFitsTried
@@ -126,20 +126,18 @@ void SwapPlanner::Pass::clear_range(int64_t at, int64_t bytes, int i) {
 // grown over its neighbours (free ones first, then the one used last) until
 // it holds x; the window whose earliest next use is furthest wins (among
 // those whose victims all leave time for their copies, when there are any),
-// then the one that evicts the fewest bytes.
-ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
+// then the one that evicts the fewest bytes. The layout only chooses: the
+// walk evicts the victims and takes the range (place()).
+Window SwapPlanner::Pass::find_window(ItemId x, int i, bool swap_in) {
   const int64_t need = bytes_[x];
-  if (need == 0) return take_range(x, 0);
-  if (const int64_t at = free_run_for(need); at >= 0) return take_range(x, at);
+  best_victims_.clear();
+  if (need == 0) return {0, {}};
+  if (const int64_t at = free_run_for(need); at >= 0) return {at, {}};
   WindowScore best;
   int64_t best_at = -1;
-  best_victims_.clear();
   window_around_victims(x, i, swap_in, &best, &best_at);
   if (best_at < 0) window_anywhere(x, i, swap_in, &best, &best_at);
-  if (best_at < 0) return kNoObject;
-  for (ItemId v : best_victims_)
-    evict(v);
-  return take_range(x, best_at);
+  return {best_at, best_victims_};
 }
 
 // Placed mode: of the few smallest free runs that fit `need` bytes, the one
@@ -440,7 +438,8 @@ void SwapPlanner::Pass::preplace(int i) {
   int64_t total = 0;
   for (const auto& it : items)
     total += bytes_[it.first];
-  clear_range(0, total, i);
+  for (ItemId v : range_tenants(0, total, i))
+    evict(v);
   at = 0;
   for (const auto& [x, created] : items) {
     settle(x, created, take_range(x, at));

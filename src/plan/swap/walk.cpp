@@ -84,6 +84,17 @@ StepId SwapPlanner::Pass::swap_in(ItemId x, ObjectId obj, int32_t key_pos, StepI
   return step;
 }
 
+// Placed mode: a new tenancy for x before position i, in the window the
+// layout chooses (find_window) once its victims are evicted; kNoObject when
+// there is none.
+ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
+  const Window w = find_window(x, i, swap_in);
+  if (w.at < 0) return kNoObject;
+  for (ItemId v : w.victims)
+    evict(v);
+  return take_range(x, w.at);
+}
+
 // An object for x, needed before position i: in the pool, of x's class (a
 // free one, else a victim's); in the arena, a new tenancy: placed (place()),
 // or over free bytes (victims evicted until there are enough).
@@ -382,7 +393,8 @@ void SwapPlanner::Pass::put_back(const std::vector<ResidentTensor>& resident) {
     for (const ResidentTensor& r : misplaced)
       if (obj_of_[r.tensor] != kNoObject) evict(r.tensor);
     for (const ResidentTensor& r : misplaced)
-      clear_range(start_offset_[r.tensor], bytes_[r.tensor], m_);
+      for (ItemId v : range_tenants(start_offset_[r.tensor], bytes_[r.tensor], m_))
+        evict(v);
     for (const ResidentTensor& r : misplaced)
       swap_in(r.tensor, take_range(r.tensor, start_offset_[r.tensor]), -1, -1);
   } else if (arena()) {

@@ -8,8 +8,6 @@
 
 #include "search/ga.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -218,7 +216,6 @@ class Search {
                                std::chrono::duration<double>(opt_.time_budget_s));
     for (double t : ctx.pb.op_us)
       ideal_ += t;
-    tty_ = isatty(STDERR_FILENO);
   }
 
   SearchResult run();
@@ -259,6 +256,8 @@ class Search {
   double best_time() const;
   const Candidate& best() const;
   void report(int gen, bool last);
+  // One line of another kind than kGeneration to opt_.progress.
+  void tell(SearchProgress::Kind kind, std::string line) const;
 
   Context& ctx_;
   const SearchOptions& opt_;
@@ -266,7 +265,7 @@ class Search {
   bool recompute_;  // Note [Recompute genes]; false also when no seed gains by it
   std::vector<std::unique_ptr<Worker>> workers_;
   Clock::time_point start_, deadline_, last_report_;
-  bool tty_ = false, reported_ = false;
+  bool reported_ = false;
   int reported_gen_ = -1;
   int64_t reported_evaluations_ = -1;
   double ideal_ = 0;

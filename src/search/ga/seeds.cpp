@@ -76,11 +76,9 @@ void Search::plan_seeds() {
     if (proto[b].layout != Layout::kPacked) tasks.push_back({Kind::kCheap, b});
   }
   std::vector<std::vector<Candidate>> twins(swap_only), dtr_twins(swap_only);
-  if (opt_.progress) {
-    std::fprintf(stderr, "search: planning %zu seeds on %zu threads\n", tasks.size(),
-                 workers_.size());
-    std::fflush(stderr);
-  }
+  if (opt_.progress)
+    tell(SearchProgress::Kind::kSeedsStart,
+         fmt::format("search: planning {} seeds on {} threads", tasks.size(), workers_.size()));
   const auto ran = parallel_for(
       workers_, static_cast<int>(tasks.size()), deadline(),
       [&](Worker& w, int k) {
@@ -142,19 +140,15 @@ void Search::plan_seeds() {
       slowest = std::max(slowest, w->slowest_s);
     const auto planned = std::count_if(bases_.begin(), bases_.end(),
                                        [](const Candidate& c) { return c.time_us < kInf; });
-    std::fprintf(stderr,
-                 "search: %s: returning the best of the %td seeds that plan, without searching\n",
-                 slowest > opt_.time_budget_s
-                     ? fmt::format("one evaluation takes {:.1f} s, more than the time budget of "
-                                   "{:g} s",
-                                   slowest, opt_.time_budget_s)
-                           .c_str()
-                     : fmt::format("planning the seeds took {:.1f} s, the whole time budget of "
-                                   "{:g} s",
-                                   seeds_seconds_, opt_.time_budget_s)
-                           .c_str(),
-                 planned);
-    std::fflush(stderr);
+    const std::string why =
+        slowest > opt_.time_budget_s
+            ? fmt::format("one evaluation takes {:.1f} s, more than the time budget of {:g} s",
+                          slowest, opt_.time_budget_s)
+            : fmt::format("planning the seeds took {:.1f} s, the whole time budget of {:g} s",
+                          seeds_seconds_, opt_.time_budget_s);
+    tell(SearchProgress::Kind::kSeedsCut,
+         fmt::format("search: {}: returning the best of the {} seeds that plan, without searching",
+                     why, planned));
   }
 }
 
@@ -170,11 +164,11 @@ void Search::keep_recompute_if_it_pays(size_t swap_only) {
     best = std::min(best, bases_[b].time_us);
   }
   const bool pays = best_recompute < best_swap || seeds_cut_;
-  if (opt_.progress) {
-    std::fprintf(stderr, "search: seeds %.1f%% of ideal swapping only, %.1f%% recomputing%s\n",
-                 pct_of_ideal(best_swap), pct_of_ideal(best_recompute),
-                 pays ? "" : ": recomputation does not pay, searching swap-only plans");
-  }
+  if (opt_.progress)
+    tell(SearchProgress::Kind::kSeeds,
+         fmt::format("search: seeds {:.1f}% of ideal swapping only, {:.1f}% recomputing{}",
+                     pct_of_ideal(best_swap), pct_of_ideal(best_recompute),
+                     pays ? "" : ": recomputation does not pay, searching swap-only plans"));
   if (pays) return;
   recompute_ = false;
   bases_.resize(swap_only);
