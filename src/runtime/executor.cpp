@@ -198,9 +198,8 @@ class Executor {
     if (o_.init_host)
       o_.init_host(t, host_[t].data(), g_.tensors[t].bytes);
     else
-      synthetic::init_buffer(
-          host_[t].data(), g_.tensors[t].bytes, t,
-          g_.tensors[t].kind == TensorKind::kInput ? rank_salt(o_.ranks.rank) : 0);
+      synthetic::init_buffer(host_[t].data(), g_.tensors[t].bytes, t,
+                             init_salt(g_.tensors[t].kind, o_.ranks.rank));
   }
 
   // Every persistent tensor's latest value, to o_.final_value (streams idle).

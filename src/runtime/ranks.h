@@ -63,6 +63,7 @@
 #include <span>
 #include <string>
 
+#include "graph/graph.h"
 #include "runtime/synthetic.h"
 #include "util/error.h"
 
@@ -84,6 +85,12 @@ bool have_mpi();
 // The salt of rank r's input values: 0 for rank 0.
 inline uint64_t rank_salt(int rank) {
   return 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(rank);
+}
+// The salt of rank r's initial value of a tensor of this kind: the inputs
+// differ by rank (its share of the batch), nothing else does. What the
+// executor and the reference both start from.
+inline uint64_t init_salt(TensorKind kind, int rank) {
+  return kind == TensorKind::kInput ? rank_salt(rank) : 0;
 }
 
 // Sums words over the ranks in place (MPI_Allreduce, MPI_SUM of

@@ -24,7 +24,7 @@ struct CompactMem {
 // Inputs differ by rank (Note [Ranks] in runtime/ranks.h).
 void init_tensor(const Graph& g, TensorId t, int rank, std::vector<uint64_t>& w) {
   const int64_t bytes = g.tensors[t].bytes;
-  const uint64_t salt = g.tensors[t].kind == TensorKind::kInput ? runtime::rank_salt(rank) : 0;
+  const uint64_t salt = runtime::init_salt(g.tensors[t].kind, rank);
   w.resize(synthetic::num_samples(bytes));
   for (int64_t i = 0; i < static_cast<int64_t>(w.size()); ++i) {
     int len = 0;

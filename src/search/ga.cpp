@@ -40,7 +40,6 @@ void Search::report(int gen, bool last) {
 }
 
 void Search::tell(SearchProgress::Kind kind, std::string line) const {
-  if (!opt_.progress) return;
   SearchProgress p;
   p.kind = kind;
   p.line = std::move(line);

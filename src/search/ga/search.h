@@ -256,7 +256,9 @@ class Search {
   double best_time() const;
   const Candidate& best() const;
   void report(int gen, bool last);
-  // One line of another kind than kGeneration to opt_.progress.
+  // One line of another kind than kGeneration to opt_.progress. REQUIRES:
+  // opt_.progress set (callers check first, so that a silent search does
+  // not format its lines).
   void tell(SearchProgress::Kind kind, std::string line) const;
 
   Context& ctx_;
