@@ -10,6 +10,7 @@
 #include <string>
 
 #include "graph/graph.h"
+#include "plan/plan.h"
 #include "util/error.h"
 
 namespace sa::testing {
@@ -30,6 +31,20 @@ struct TempDir {
   TempDir& operator=(const TempDir&) = delete;
   std::string operator/(const std::string& f) const { return (path / f).string(); }
 };
+
+// A step's op or tensor, whichever its kind has (for tests that compare
+// steps of any kind), and the step with another subject.
+inline int32_t subject_of(const Step& s) {
+  return s.runs_op() ? s.op() : s.tensor();
+}
+inline Step with_subject(const Step& s, int32_t subject) {
+  Step r = Step::of(s.kind, subject, s.object);
+  r.wait_begin = s.wait_begin;
+  r.wait_end = s.wait_end;
+  r.obj_begin = s.obj_begin;
+  r.obj_end = s.obj_end;
+  return r;
+}
 
 // SA_TEST_SEED when set, else `fallback`: the seed of a randomized test,
 // which prints it (SCOPED_TRACE) so that a failure can be rerun.

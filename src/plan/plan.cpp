@@ -45,6 +45,11 @@ void Step::wrong_subject(StepKind k) {
   std::abort();
 }
 
+void Occupant::wrong_kind() const {
+  SA_CHECK(false, "occupant {} read as a {}", id_, is_tensor() ? "workspace" : "tensor");
+  std::abort();
+}
+
 int64_t Pool::total_bytes() const {
   int64_t sum = 0;
   for (int c = 0; c < num_classes(); ++c)
@@ -129,11 +134,11 @@ PlanTraffic plan_traffic(const Graph& g, const Plan& p) {
   for (const Step& s : p.steps) {
     switch (s.kind) {
       case StepKind::kSwapIn:
-        t.swap_in_bytes += g.tensors[s.subject].bytes;
+        t.swap_in_bytes += g.tensors[s.tensor()].bytes;
         ++t.swap_ins;
         break;
       case StepKind::kSwapOut:
-        t.swap_out_bytes += g.tensors[s.subject].bytes;
+        t.swap_out_bytes += g.tensors[s.tensor()].bytes;
         ++t.swap_outs;
         break;
       case StepKind::kDrop:

@@ -76,30 +76,62 @@ enum class StepKind : uint8_t { kCompute, kSwapIn, kSwapOut, kDrop, kRecompute }
 enum class Stream : uint8_t { kCompute = 0, kH2D = 1, kD2H = 2, kCollective = 3, kNone = 4 };
 inline constexpr int kNumStreams = 4;  // real streams: compute, H2D, D2H, collective
 
-constexpr Stream stream_of(StepKind k) {
-  switch (k) {
-    case StepKind::kCompute:
-    case StepKind::kRecompute:
-      return Stream::kCompute;
-    case StepKind::kSwapIn:
-      return Stream::kH2D;
-    case StepKind::kSwapOut:
-      return Stream::kD2H;
-    case StepKind::kDrop:
-      return Stream::kNone;
-  }
-  return Stream::kNone;
-}
-// The stream a step runs on: stream_of(kind), except that a compute step of
-// a collective op runs on the collective stream.
-struct Step;
+// The stream a step runs on (the one way to ask; Note [Plan semantics]):
+// compute and recompute steps on the compute stream, except that a compute
+// step of a collective op runs on the collective stream; swap-ins on H2D,
+// swap-outs on D2H; drops on none (done when what they wait for is done).
+class Step;
 inline Stream stream_of(const Graph& g, const Step& s);
 std::string_view to_string(StepKind k);  // "compute", "swap_in", "swap_out", "drop", "recompute"
 std::string_view to_string(Stream s);    // "compute", "h2d", "d2h", "collective", "none"
 
-struct Step {
+// What an object holds: a tensor, or the workspace of an op. One encoding
+// for the simulator, the verifier and the report (a tensor id, -2 - o for
+// op o's workspace, -1 for nothing), so that none of them decodes it its
+// own way.
+class Occupant {
+ public:
+  constexpr Occupant() = default;  // nothing
+  static constexpr Occupant of_tensor(TensorId t) { return Occupant(t); }
+  static constexpr Occupant of_workspace(OpId o) { return Occupant(-2 - o); }
+  constexpr bool empty() const { return id_ == -1; }
+  constexpr bool is_tensor() const { return id_ >= 0; }
+  constexpr bool is_workspace() const { return id_ <= -2; }
+  TensorId tensor() const {
+    if (!is_tensor()) wrong_kind();
+    return id_;
+  }
+  OpId workspace_op() const {
+    if (!is_workspace()) wrong_kind();
+    return -2 - id_;
+  }
+  constexpr bool operator==(const Occupant&) const = default;
+
+ private:
+  explicit constexpr Occupant(int32_t id) : id_(id) {}
+  [[noreturn]] void wrong_kind() const;  // an internal error (a bug)
+  int32_t id_ = -1;
+};
+
+class Step {
+ public:
+  Step() = default;
+  // A step that runs op o: StepKind::kCompute or kRecompute (whose objects
+  // are then set with obj_begin, obj_end).
+  static Step run(StepKind kind, OpId o) {
+    if (kind != StepKind::kCompute && kind != StepKind::kRecompute) wrong_subject(kind);
+    return Step(kind, o, kNoObject);
+  }
+  // A swap or a drop of tensor t in object x.
+  static Step move(StepKind kind, TensorId t, ObjectId x) {
+    if (kind == StepKind::kCompute || kind == StepKind::kRecompute) wrong_subject(kind);
+    return Step(kind, t, x);
+  }
+  // A step of any kind: subject is an op for the kinds that run one, else a
+  // tensor (for code that builds steps of every kind: tests, the writer).
+  static Step of(StepKind kind, int32_t subject, ObjectId x) { return Step(kind, subject, x); }
+
   StepKind kind = StepKind::kCompute;
-  int32_t subject = 0;  // compute, recompute: the OpId; otherwise the TensorId (op(), tensor())
   ObjectId object = kNoObject;  // swaps and drops: the object; compute, recompute: kNoObject
   int32_t wait_begin = 0;       // waits are Plan::waits[wait_begin, wait_end)
   int32_t wait_end = 0;
@@ -110,21 +142,43 @@ struct Step {
   bool runs_op() const { return kind == StepKind::kCompute || kind == StepKind::kRecompute; }
   // The subject, checked against the kind: a compute step's op, a copy's or
   // drop's tensor. (Reading a compute step's subject as a tensor id indexes
-  // the tensors with an op id, out of bounds whenever ops outnumber tensors.)
+  // the tensors with an op id, out of bounds whenever ops outnumber tensors:
+  // hence no public subject.)
   OpId op() const {
     if (!runs_op()) wrong_subject(kind);
-    return subject;
+    return subject_;
   }
   TensorId tensor() const {
     if (runs_op()) wrong_subject(kind);
-    return subject;
+    return subject_;
   }
+  // What a swap or drop moves out of or into its object.
+  Occupant occupant() const;
   [[noreturn]] static void wrong_subject(StepKind k);  // an internal error (a bug)
+
+ private:
+  Step(StepKind k, int32_t subject, ObjectId x) : kind(k), object(x), subject_(subject) {}
+  int32_t subject_ = 0;  // compute, recompute: the OpId; otherwise the TensorId
 };
 
+inline Occupant Step::occupant() const {
+  return Occupant::of_tensor(tensor());
+}
+
 inline Stream stream_of(const Graph& g, const Step& s) {
-  if (s.kind == StepKind::kCompute && is_collective(g.ops[s.subject])) return Stream::kCollective;
-  return stream_of(s.kind);
+  switch (s.kind) {
+    case StepKind::kCompute:
+      return is_collective(g.ops[s.op()]) ? Stream::kCollective : Stream::kCompute;
+    case StepKind::kRecompute:
+      return Stream::kCompute;
+    case StepKind::kSwapIn:
+      return Stream::kH2D;
+    case StepKind::kSwapOut:
+      return Stream::kD2H;
+    case StepKind::kDrop:
+      return Stream::kNone;
+  }
+  return Stream::kNone;
 }
 
 // The paper's size-class pool (Note [Plan semantics]).
@@ -202,7 +256,7 @@ struct Plan {
   // The objects a compute or recompute step uses, in access-slot order.
   std::span<const ObjectId> objects_of_step(StepId s) const {
     const Step& st = steps[s];
-    if (st.kind == StepKind::kCompute) return objects_of(st.subject);
+    if (st.kind == StepKind::kCompute) return objects_of(st.op());
     return {recompute_objects.data() + st.obj_begin, recompute_objects.data() + st.obj_end};
   }
   // The bytes of the arena the objects reach: the pool's total for a
@@ -229,6 +283,18 @@ inline int num_step_slots(const Op& op, bool recompute) {
 // Number of objects a compute step of op uses.
 inline int num_access_slots(const Op& op) {
   return num_step_slots(op, false);
+}
+
+// Calls f(occupant, access) for each object slot of a step that runs op o,
+// in slot order (Plan::objects_of_step): the tensors it touches in
+// for_each_step_access order, then its workspace (a kCreate: it holds
+// nothing before the op). The one enumeration of the slots for the
+// simulator, the verifier and the runtime.
+template <typename F>
+void for_each_step_slot(const Graph& g, OpId o, bool recompute, F&& f) {
+  const Op& op = g.ops[o];
+  for_each_step_access(op, recompute, [&](TensorId t, Access a) { f(Occupant::of_tensor(t), a); });
+  if (op.workspace_bytes > 0) f(Occupant::of_workspace(o), Access::kCreate);
 }
 
 // Bytes each way that the plan copies.

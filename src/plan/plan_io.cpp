@@ -184,32 +184,31 @@ class PlanReader {
       Step st;
       size_t waits_at = 3;
       if (kind == "compute") {
-        st.kind = StepKind::kCompute;
-        st.subject = static_cast<int32_t>(integer(s[1], where + "[1]", 0, m - 1));
+        st = Step::run(StepKind::kCompute,
+                       static_cast<OpId>(integer(s[1], where + "[1]", 0, m - 1)));
         waits_at = 2;
       } else if (kind == "recompute") {
-        st.kind = StepKind::kRecompute;
         if (version < 2)
           fail(where, "a recompute step needs version 2 of the plan format (this plan says 1)");
         if (s.size() != 4) fail(where, "expected [\"recompute\", op, [objects], [waits]]");
-        st.subject = static_cast<int32_t>(integer(s[1], where + "[1]", 0, m - 1));
-        const auto objs = ints<ObjectId>(
-            s[2], where + "[2]", num_step_slots(g_.ops[st.subject], true), 0, num_objects - 1);
+        st = Step::run(StepKind::kRecompute,
+                       static_cast<OpId>(integer(s[1], where + "[1]", 0, m - 1)));
+        const auto objs = ints<ObjectId>(s[2], where + "[2]", num_step_slots(g_.ops[st.op()], true),
+                                         0, num_objects - 1);
         st.obj_begin = static_cast<int32_t>(p.recompute_objects.size());
         p.recompute_objects.insert(p.recompute_objects.end(), objs.begin(), objs.end());
         st.obj_end = static_cast<int32_t>(p.recompute_objects.size());
       } else {
+        StepKind k = StepKind::kDrop;
         if (kind == "swap_in")
-          st.kind = StepKind::kSwapIn;
+          k = StepKind::kSwapIn;
         else if (kind == "swap_out")
-          st.kind = StepKind::kSwapOut;
-        else if (kind == "drop")
-          st.kind = StepKind::kDrop;
-        else
+          k = StepKind::kSwapOut;
+        else if (kind != "drop")
           fail(where + "[0]", fmt::format("unknown step kind \"{}\"", kind));
         if (s.size() != 4) fail(where, "expected [kind, tensor, object, [waits]]");
-        st.subject = static_cast<int32_t>(integer(s[1], where + "[1]", 0, n - 1));
-        st.object = static_cast<ObjectId>(integer(s[2], where + "[2]", 0, num_objects - 1));
+        st = Step::move(k, static_cast<TensorId>(integer(s[1], where + "[1]", 0, n - 1)),
+                        static_cast<ObjectId>(integer(s[2], where + "[2]", 0, num_objects - 1)));
       }
       if (s.size() != waits_at + 1) fail(where, "wrong number of entries");
       const auto waits = ints<StepId>(s[waits_at], fmt::format("{}[{}]", where, waits_at), -1, 0,
@@ -282,12 +281,12 @@ std::string plan_to_json(const Graph& g, const Plan& p) {
   for (StepId s = 0; s < p.num_steps(); ++s) {
     const Step& st = p.steps[s];
     if (st.kind == StepKind::kCompute)
-      out += fmt::format("[\"compute\",{},[{}]]", st.subject, fmt::join(p.waits_of(s), ","));
+      out += fmt::format("[\"compute\",{},[{}]]", st.op(), fmt::join(p.waits_of(s), ","));
     else if (st.kind == StepKind::kRecompute)
-      out += fmt::format("[\"recompute\",{},[{}],[{}]]", st.subject,
+      out += fmt::format("[\"recompute\",{},[{}],[{}]]", st.op(),
                          fmt::join(p.objects_of_step(s), ","), fmt::join(p.waits_of(s), ","));
     else
-      out += fmt::format("[\"{}\",{},{},[{}]]", to_string(st.kind), st.subject, st.object,
+      out += fmt::format("[\"{}\",{},{},[{}]]", to_string(st.kind), st.tensor(), st.object,
                          fmt::join(p.waits_of(s), ","));
     out += s + 1 < p.num_steps() ? ",\n" : "\n";
   }

@@ -96,7 +96,7 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
       if (options.record_timeline) start_[s] = now;
       const Step& step = p.steps[s];
       if (!is_copy(st)) {
-        const double t = op_us[step.subject];
+        const double t = op_us[step.op()];
         if (st == 0) {
           r.compute_us += t;
           if (step.kind == StepKind::kRecompute) r.recompute_us += t;
@@ -105,9 +105,9 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
         }
         end_op[st] = now + t;
       } else {
-        const double bytes = static_cast<double>(g.tensors[step.subject].bytes);
-        remaining[st] = bytes;
-        (st == 1 ? r.swap_in_bytes : r.swap_out_bytes) += g.tensors[step.subject].bytes;
+        const int64_t bytes = g.tensors[step.tensor()].bytes;
+        remaining[st] = static_cast<double>(bytes);
+        (st == 1 ? r.swap_in_bytes : r.swap_out_bytes) += bytes;
       }
     }
     const bool both = active[1] >= 0 && active[2] >= 0;
@@ -169,61 +169,56 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
 std::vector<ObjectTenancy> object_tenancies(const Graph& g, const Plan& p,
                                             std::span<const StepTiming> timeline, double end_us) {
   const int num_objects = p.num_objects();
-  const int n = g.num_tensors();
   struct Current {
-    int32_t item = -1;  // tensor, or n + op for a workspace
+    Occupant item;
     double begin = 0, last = 0;
   };
   std::vector<Current> cur(num_objects);
   std::vector<ObjectTenancy> out;
   auto close = [&](ObjectId o, double at) {
-    const int32_t item = cur[o].item;
-    if (item < 0) return;
-    out.push_back({o, item < n ? item : -1 - (item - n), cur[o].begin, std::max(at, cur[o].begin)});
-    cur[o].item = -1;
+    const Occupant item = cur[o].item;
+    if (item.empty()) return;
+    out.push_back({o, item, cur[o].begin, std::max(at, cur[o].begin)});
+    cur[o].item = Occupant();
   };
-  auto open = [&](ObjectId o, int32_t item, double at) {
+  auto open = [&](ObjectId o, Occupant item, double at) {
     close(o, cur[o].last);
     cur[o] = {item, at, at};
   };
   std::vector<uint8_t> kept(num_objects, 0);
   for (const ResidentTensor& r : p.initial_resident) {
-    cur[r.object] = {r.tensor, 0, 0};
+    cur[r.object] = {Occupant::of_tensor(r.tensor), 0, 0};
   }
   for (StepId s = 0; s < p.num_steps(); ++s) {
     const Step& st = p.steps[s];
     const StepTiming& t = timeline[s];
     switch (st.kind) {
       case StepKind::kSwapIn:
-        open(st.object, st.subject, t.start_us);
+        open(st.object, st.occupant(), t.start_us);
         break;
       case StepKind::kSwapOut:
       case StepKind::kDrop:
-        if (cur[st.object].item == st.subject) {
+        if (cur[st.object].item == st.occupant()) {
           cur[st.object].last = std::max(cur[st.object].last, t.end_us);
           close(st.object, cur[st.object].last);
         }
         break;
       case StepKind::kCompute:
       case StepKind::kRecompute: {
-        const Op& op = g.ops[st.subject];
         auto objs = p.objects_of_step(s);
         int k = 0;
-        auto touch = [&](int32_t item) {
+        for_each_step_slot(g, st.op(), st.kind == StepKind::kRecompute, [&](Occupant item, Access) {
           const ObjectId o = objs[k++];
           if (cur[o].item != item) open(o, item, t.start_us);
           cur[o].last = std::max(cur[o].last, t.end_us);
-        };
-        for_each_step_access(op, st.kind == StepKind::kRecompute,
-                             [&](TensorId x, Access) { touch(x); });
-        if (op.workspace_bytes > 0) touch(n + st.subject);
+        });
         break;
       }
     }
   }
   // Initial residents still in their objects stay until the end.
   for (const ResidentTensor& r : p.initial_resident)
-    if (cur[r.object].item == r.tensor) kept[r.object] = 1;
+    if (cur[r.object].item == Occupant::of_tensor(r.tensor)) kept[r.object] = 1;
   for (ObjectId o = 0; o < num_objects; ++o)
     close(o, kept[o] ? end_us : cur[o].last);
   std::sort(out.begin(), out.end(), [](const ObjectTenancy& a, const ObjectTenancy& b) {

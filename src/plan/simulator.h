@@ -100,7 +100,7 @@ class Simulator {
 // tensor swapped in that no later step touches there ends where it begins.
 struct ObjectTenancy {
   ObjectId object = kNoObject;
-  int32_t tenant = 0;  // a TensorId, or -1 - op for op's workspace
+  Occupant tenant;
   double begin_us = 0;
   double end_us = 0;  // >= begin_us
 };

@@ -206,14 +206,14 @@ void add_lanes(const Graph& g, const Plan& p, const SimResult& sim, const TimeUn
     const StepTiming& t = sim.timeline[s];
     if (st.kind == StepKind::kDrop) {
       drop_time.push(ns(t.end_us));
-      drop_subject.push_back(tensor_row(st.subject));
+      drop_subject.push_back(tensor_row(st.tensor()));
       continue;
     }
     Lane& l = lanes[static_cast<int>(stream_of(g, st))];
     const int64_t a = ns(t.start_us);
     l.start.push(a);
     l.dur.push_back(std::max<int64_t>(0, ns(t.end_us) - a));
-    l.subject.push_back(st.runs_op() ? st.subject : tensor_row(st.subject));
+    l.subject.push_back(st.runs_op() ? st.op() : tensor_row(st.tensor()));
     if (st.runs_op()) l.recompute.push_back(st.kind == StepKind::kRecompute);
   }
   // Drops finish with their waits, not in step order: sort them by time.
@@ -266,7 +266,9 @@ json arena_json(const Graph& g, const Plan& p, const SimResult& sim, const TimeU
   std::vector<int32_t> object, tenant;
   for (const ObjectTenancy& t : object_tenancies(g, p, sim.timeline, sim.iteration_us)) {
     object.push_back(t.object);
-    tenant.push_back(t.tenant >= 0 ? tensor_row(t.tenant) : t.tenant);
+    // The page's encoding (report_data.h): a tensor row, or -1 - op.
+    tenant.push_back(t.tenant.is_tensor() ? tensor_row(t.tenant.tensor())
+                                          : -1 - t.tenant.workspace_op());
     const int64_t a = ns(t.begin_us);
     begin.push(a);
     dur.push_back(std::max<int64_t>(0, ns(t.end_us) - a));
@@ -306,12 +308,12 @@ json stalls_json(const Graph& g, const Plan& p, const SimResult& sim, const Time
              {"culprit_tensor", json::array()},
              {"culprit_start_ns", json::array()}};
   for (const Stall& x : top) {
-    tj["op"].push_back(p.steps[x.step].subject);
+    tj["op"].push_back(p.steps[x.step].op());
     tj["start_ns"].push_back(ns(sim.timeline[x.step].start_us));
     tj["idle_ns"].push_back(ns(x.idle_us));
     const bool copy = x.culprit >= 0 && !p.steps[x.culprit].runs_op();
     tj["culprit_kind"].push_back(x.culprit >= 0 ? static_cast<int>(p.steps[x.culprit].kind) : -1);
-    tj["culprit_tensor"].push_back(copy ? tensor_row(p.steps[x.culprit].subject) : -1);
+    tj["culprit_tensor"].push_back(copy ? tensor_row(p.steps[x.culprit].tensor()) : -1);
     tj["culprit_start_ns"].push_back(
         ns(x.culprit >= 0 ? sim.timeline[x.culprit].start_us : sim.timeline[x.step].start_us));
   }

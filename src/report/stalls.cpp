@@ -125,8 +125,8 @@ StallReport attribute_stalls(const Graph& g, const Plan& p, std::span<const Step
     r.stalls.back().cause = cause_of(p, timeline, st.culprit, prev_on_stream[st.culprit]);
     r.by_cause_us[c.kind == StepKind::kSwapIn ? 0 : 1][static_cast<int>(r.stalls.back().cause)] +=
         gap;
-    auto [it, fresh] = row.try_emplace(c.subject, r.by_tensor.size());
-    if (fresh) r.by_tensor.push_back({c.subject});
+    auto [it, fresh] = row.try_emplace(c.tensor(), r.by_tensor.size());
+    if (fresh) r.by_tensor.push_back({c.tensor()});
     TensorStall& ts = r.by_tensor[it->second];
     ts.idle_us += gap;
     ++ts.stalls;

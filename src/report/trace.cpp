@@ -108,7 +108,7 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
     const Step& st = p.steps[s];
     const StepTiming& t = sim.timeline[s];
     if (st.runs_op()) {
-      const Op& op = g.ops[st.subject];
+      const Op& op = g.ops[st.op()];
       const bool again = st.kind == StepKind::kRecompute;
       std::string extra;
       if (stall_of[s] >= 0) {
@@ -116,28 +116,28 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
         extra = fmt::format(R"(,"stalled_us":{:.3f})", x.idle_us);
         if (x.culprit >= 0) {
           const Step& c = p.steps[x.culprit];
-          const std::string what = c.runs_op()
-                                       ? fmt::format("step {}: {} {}", x.culprit, to_string(c.kind),
-                                                     op_label(g, c.subject))
-                                       : fmt::format("step {}: {} of {}", x.culprit,
-                                                     to_string(c.kind), tensor_label[c.subject]);
+          const std::string what =
+              c.runs_op()
+                  ? fmt::format("step {}: {} {}", x.culprit, to_string(c.kind), op_label(g, c.op()))
+                  : fmt::format("step {}: {} of {}", x.culprit, to_string(c.kind),
+                                tensor_label[c.tensor()]);
           extra += fmt::format(R"(,"waited_for":{})", json_str(what));
         }
       }
       w.event(
           R"({{"ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"name":{},"cat":"{}","args":{{"step":{},"op":{},"type":{}{}}}}})",
           kPid, tid_of(stream_of(g, st)), t.start_us, t.end_us - t.start_us,
-          json_str(again ? "recompute " + op_label(g, st.subject) : op_label(g, st.subject)),
-          again ? std::string_view("recompute") : phase_category(op.phase), s, st.subject,
+          json_str(again ? "recompute " + op_label(g, st.op()) : op_label(g, st.op())),
+          again ? std::string_view("recompute") : phase_category(op.phase), s, st.op(),
           json_str(op.type), extra);
       continue;
     }
-    const Tensor& x = g.tensors[st.subject];
+    const Tensor& x = g.tensors[st.tensor()];
     const std::string name =
-        fmt::format("{} ({})", tensor_label[st.subject], format_bytes(x.bytes));
+        fmt::format("{} ({})", tensor_label[st.tensor()], format_bytes(x.bytes));
     const std::string args =
         fmt::format(R"("step":{},"tensor":{},"kind":"{}","bytes":{},"object":{},"class":{})", s,
-                    st.subject, to_string(x.kind), x.bytes, st.object, p.objects[st.object].cls);
+                    st.tensor(), to_string(x.kind), x.bytes, st.object, p.objects[st.object].cls);
     if (st.kind == StepKind::kDrop) {
       w.event(
           R"({{"ph":"i","s":"t","pid":{},"tid":{},"ts":{:.3f},"name":{},"cat":"drop","args":{{{}}}}})",
@@ -146,7 +146,7 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
     }
     w.event(
         R"({{"ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"name":{},"cat":"{}","args":{{{}}}}})",
-        kPid, tid_of(stream_of(st.kind)), t.start_us, t.end_us - t.start_us, json_str(name),
+        kPid, tid_of(stream_of(g, st)), t.start_us, t.end_us - t.start_us, json_str(name),
         to_string(st.kind), args);
   }
 

@@ -8,7 +8,7 @@ std::vector<TensorTraffic> tensor_traffic(const Graph& g, const Plan& p) {
   std::vector<TensorTraffic> all(g.num_tensors());
   for (const Step& s : p.steps) {
     if (s.runs_op()) continue;
-    TensorTraffic& t = all[s.subject];
+    TensorTraffic& t = all[s.tensor()];
     if (s.kind == StepKind::kSwapIn) ++t.swap_ins;
     if (s.kind == StepKind::kSwapOut) ++t.swap_outs;
     if (s.kind == StepKind::kDrop) ++t.drops;

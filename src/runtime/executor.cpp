@@ -17,9 +17,16 @@
 namespace sa::runtime {
 namespace {
 
-constexpr int kFree = -1;                             // an object's tenant when it has none
 using StreamSteps = std::array<StepId, kNumStreams>;  // per stream, a step id or -1
 constexpr StreamSteps kNoSteps = {-1, -1, -1, -1};
+
+// The stream the runtime runs a step on: the plan's (stream_of), except
+// that a collective runs on the compute stream, as the runtime has no
+// collective stream yet (docs/runtime.md; the plan's waits make that safe).
+Stream run_stream(const Graph& g, const Step& s) {
+  const Stream st = stream_of(g, s);
+  return st == Stream::kCollective ? Stream::kCompute : st;
+}
 
 std::string tensor_label(const Graph& g, TensorId t) {
   const Tensor& x = g.tensors[t];
@@ -148,7 +155,7 @@ class Executor {
     for (TensorId t = 0; t < n; ++t)
       need[t] = exists_at_start(g_.tensors[t].kind);
     for (const Step& s : p_.steps)
-      if (s.kind == StepKind::kSwapIn || s.kind == StepKind::kSwapOut) need[s.subject] = 1;
+      if (s.kind == StepKind::kSwapIn || s.kind == StepKind::kSwapOut) need[s.tensor()] = 1;
     host_.resize(n);
     for (TensorId t = 0; t < n; ++t) {
       if (!need[t]) continue;
@@ -170,7 +177,7 @@ class Executor {
     int32_t next_kernel = g_.num_ops();
     for (StepId s = 0; s < p_.num_steps(); ++s)
       if (p_.steps[s].kind == StepKind::kCompute)
-        kernel_of_step_[s] = p_.steps[s].subject;
+        kernel_of_step_[s] = p_.steps[s].op();
       else if (p_.steps[s].kind == StepKind::kRecompute)
         kernel_of_step_[s] = next_kernel++;
     for (TensorId t = 0; t < n; ++t)
@@ -181,7 +188,7 @@ class Executor {
     begin_ = b_.create_event();
     events_.resize(p_.num_steps());
     for (StepId s = 0; s < p_.num_steps(); ++s)
-      if (stream_of(p_.steps[s].kind) != Stream::kNone) events_[s] = b_.create_event();
+      if (run_stream(g_, p_.steps[s]) != Stream::kNone) events_[s] = b_.create_event();
     resident_object_.assign(n, kNoObject);
     for (const ResidentTensor& rt : p_.initial_resident)
       resident_object_[rt.tensor] = rt.object;
@@ -208,7 +215,7 @@ class Executor {
       if (!is_persistent(g_.tensors[t].kind)) continue;
       const int64_t bytes = g_.tensors[t].bytes;
       const ObjectId k = resident_object_[t];
-      if (k != kNoObject && tenant_[k] == t) {
+      if (k != kNoObject && tenant_[k] == Occupant::of_tensor(t)) {
         Buffer tmp = b_.alloc_host(bytes);
         b_.copy_d2h(tmp.data(), object_ptr(k), bytes);
         b_.synchronize();
@@ -223,10 +230,10 @@ class Executor {
   void warm_up() {
     // Where every tensor is before the first iteration (read_back reads it
     // there when next_batch ends the run before one).
-    tenant_.assign(p_.num_objects(), kFree);
+    tenant_.assign(p_.num_objects(), Occupant());
     for (const ResidentTensor& rt : p_.initial_resident) {
       b_.copy_h2d(object_ptr(rt.object), host_[rt.tensor].data(), g_.tensors[rt.tensor].bytes);
-      tenant_[rt.object] = rt.tensor;
+      tenant_[rt.object] = Occupant::of_tensor(rt.tensor);
     }
     b_.synchronize();
   }
@@ -235,7 +242,7 @@ class Executor {
   // Returns true when that needed a new wait.
   bool wait_for(Stream st, StepId step) {
     const int a = static_cast<int>(st);
-    const int c = static_cast<int>(stream_of(p_.steps[step].kind));
+    const int c = static_cast<int>(run_stream(g_, p_.steps[step]));
     if (c == a || waited_[a][c] >= step) return false;
     b_.wait(st, *events_[step]);
     waited_[a][c] = step;
@@ -262,9 +269,9 @@ class Executor {
 
   void issue_iteration() {
     const int num_objects = p_.num_objects();
-    tenant_.assign(num_objects, kFree);
+    tenant_.assign(num_objects, Occupant());
     for (const ResidentTensor& rt : p_.initial_resident)
-      tenant_[rt.object] = rt.tensor;
+      tenant_[rt.object] = Occupant::of_tensor(rt.tensor);
     last_touch_.clear();
     done_.assign(p_.num_steps(), kNoSteps);
     for (auto& w : waited_)
@@ -288,15 +295,14 @@ class Executor {
     b_.record(Stream::kCompute, *begin_);
     b_.wait(Stream::kH2D, *begin_);
     b_.wait(Stream::kD2H, *begin_);
-    const int n = g_.num_tensors();
     for (StepId s = 0; s < p_.num_steps(); ++s) {
       const Step& step = p_.steps[s];
-      const Stream st = stream_of(step.kind);
+      const Stream st = run_stream(g_, step);
       if (st == Stream::kNone) {  // a drop: done when what it waits for is done
         for (StepId w : p_.waits_of(s))
           for (int c = 0; c < kNumStreams; ++c)
             done_[s][c] = std::max(done_[s][c], done_[w][c]);
-        if (tenant_[step.object] == step.subject) tenant_[step.object] = kFree;
+        if (tenant_[step.object] == step.occupant()) tenant_[step.object] = Occupant();
         continue;
       }
       for (StepId w : p_.waits_of(s))
@@ -309,26 +315,24 @@ class Executor {
           const Op& op = g_.ops[o];
           const auto objs = p_.objects_of_step(s);
           int k = 0;
-          for_each_step_access(op, step.kind == StepKind::kRecompute, [&](TensorId t, Access a) {
-            if (a == Access::kCreate) {
+          for_each_step_slot(g_, o, step.kind == StepKind::kRecompute, [&](Occupant x, Access a) {
+            if (a == Access::kCreate) {  // an output, or the workspace
               reuse(st, objs[k]);
-              tenant_[objs[k]] = t;
+              tenant_[objs[k]] = x;
             }
             ++k;
           });
-          if (op.workspace_bytes > 0) {
-            reuse(st, objs[k]);
-            tenant_[objs[k]] = n + o;
-          }
           b_.launch_op(kernel_of_step_[s], op_us_[o] * scale_);
           for (ObjectId obj : objs)
             touch(st, obj, s);
-          if (op.workspace_bytes > 0 && tenant_[objs[k]] == n + o) tenant_[objs[k]] = kFree;
+          // The workspace (the last slot) is free once the op has run.
+          if (op.workspace_bytes > 0 && tenant_[objs[k - 1]] == Occupant::of_workspace(o))
+            tenant_[objs[k - 1]] = Occupant();
           break;
         }
         case StepKind::kSwapIn:
           reuse(st, step.object);
-          tenant_[step.object] = step.tensor();
+          tenant_[step.object] = step.occupant();
           b_.copy_h2d(object_ptr(step.object), host_[step.tensor()].data(),
                       g_.tensors[step.tensor()].bytes);
           touch(st, step.object, s);
@@ -337,7 +341,7 @@ class Executor {
           b_.copy_d2h(host_[step.tensor()].data(), object_ptr(step.object),
                       g_.tensors[step.tensor()].bytes);
           touch(st, step.object, s);
-          if (tenant_[step.object] == step.subject) tenant_[step.object] = kFree;
+          if (tenant_[step.object] == step.occupant()) tenant_[step.object] = Occupant();
           break;
         case StepKind::kDrop:
           break;
@@ -353,7 +357,7 @@ class Executor {
   double iteration_wall_us() {
     double last = 0;
     for (StepId s = 0; s < p_.num_steps(); ++s)
-      if (stream_of(p_.steps[s].kind) != Stream::kNone)
+      if (run_stream(g_, p_.steps[s]) != Stream::kNone)
         last = std::max(last, b_.elapsed_us(*begin_, *events_[s]));
     return last;
   }
@@ -367,7 +371,7 @@ class Executor {
     double stream_free[kNumStreams] = {};
     double last = 0;
     for (StepId s = 0; s < m; ++s) {
-      const Stream st = stream_of(p_.steps[s].kind);
+      const Stream st = run_stream(g_, p_.steps[s]);
       double ready = 0;
       for (StepId w : p_.waits_of(s))
         ready = std::max(ready, end[w]);
@@ -398,7 +402,7 @@ class Executor {
     for (size_t i = 0; i < persistent_.size(); ++i) {
       const TensorId t = persistent_[i];
       const ObjectId k = resident_object_[t];
-      if (k != kNoObject && tenant_[k] == t) {
+      if (k != kNoObject && tenant_[k] == Occupant::of_tensor(t)) {
         on_device[i] = 1;
         b_.launch_checksum(object_ptr(k), g_.tensors[t].bytes,
                            layout_.num_slots() + static_cast<int32_t>(i));
@@ -462,7 +466,7 @@ class Executor {
   std::vector<std::unique_ptr<Event>> events_;  // per step on a stream
 
   // Issue state of the current iteration.
-  std::vector<int32_t> tenant_;       // per object: a tensor, n + op (workspace), or kFree
+  std::vector<Occupant> tenant_;      // per object: a tensor, a workspace, or none
   RangeMap<StreamSteps> last_touch_;  // per arena range: the last step of each stream there
   std::vector<StreamSteps> done_;     // per step: what its completion stands for
   std::array<StreamSteps, kNumStreams> waited_;  // [stream][other]: waited up to this step

@@ -26,7 +26,7 @@ KernelTable make_kernel_table(const Graph& g, const SlotLayout& slots, const Pla
     kernels.push_back({o, -1});
   if (p)
     for (StepId s = 0; s < p->num_steps(); ++s)
-      if (p->steps[s].kind == StepKind::kRecompute) kernels.push_back({p->steps[s].subject, s});
+      if (p->steps[s].kind == StepKind::kRecompute) kernels.push_back({p->steps[s].op(), s});
   for (const auto& kernel : kernels) {
     const OpId o = kernel.first;  // (named: lambdas cannot capture structured bindings in clang 14)
     const StepId s = kernel.second;

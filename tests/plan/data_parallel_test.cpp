@@ -196,7 +196,7 @@ Planned plan_four_ranks() {
 
 StepId step_of(const Plan& p, OpId o) {
   for (StepId s = 0; s < p.num_steps(); ++s)
-    if (p.steps[s].kind == StepKind::kCompute && p.steps[s].subject == o) return s;
+    if (p.steps[s].kind == StepKind::kCompute && p.steps[s].op() == o) return s;
   return -1;
 }
 

@@ -258,8 +258,9 @@ TEST(PlannerRegression, RecomputeRemakesADeadInput) {
     EXPECT_TRUE(v.ok) << v.violation;
   };
   auto count = [](const Plan& p, StepKind kind, int32_t subject) {
-    return std::count_if(p.steps.begin(), p.steps.end(),
-                         [&](const Step& s) { return s.kind == kind && s.subject == subject; });
+    return std::count_if(p.steps.begin(), p.steps.end(), [&](const Step& s) {
+      return s.kind == kind && testing::subject_of(s) == subject;
+    });
   };
   constexpr TensorId kY = 4;
   Plan with, without;

@@ -51,7 +51,8 @@ struct Builder {
   }
   StepId add(StepKind kind, int32_t subject, ObjectId obj, std::vector<StepId> waits,
              std::vector<ObjectId> objs = {}) {
-    Step st{kind, subject, obj, static_cast<int32_t>(p.waits.size()), 0, 0, 0};
+    Step st = Step::of(kind, subject, obj);
+    st.wait_begin = static_cast<int32_t>(p.waits.size());
     p.waits.insert(p.waits.end(), waits.begin(), waits.end());
     st.wait_end = static_cast<int32_t>(p.waits.size());
     st.obj_begin = static_cast<int32_t>(p.recompute_objects.size());
@@ -90,7 +91,7 @@ Plan recompute_plan(const Graph& g) {
 void complete(Builder& b) {
   std::vector<char> has(4, 0);
   for (const Step& st : b.p.steps)
-    if (st.kind == StepKind::kCompute) has[st.subject] = 1;
+    if (st.kind == StepKind::kCompute) has[st.op()] = 1;
   for (OpId o = 0; o < 4; ++o)
     if (!has[o]) b.add(StepKind::kCompute, o, kNoObject, {});
 }

@@ -21,7 +21,8 @@ DeviceProfile unit_link() {
 
 // Appends a step with the given waits.
 void add(Plan& p, StepKind kind, int32_t subject, ObjectId obj, std::vector<StepId> waits) {
-  Step s{kind, subject, obj, static_cast<int32_t>(p.waits.size()), 0};
+  Step s = Step::of(kind, subject, obj);
+  s.wait_begin = static_cast<int32_t>(p.waits.size());
   p.waits.insert(p.waits.end(), waits.begin(), waits.end());
   s.wait_end = static_cast<int32_t>(p.waits.size());
   p.steps.push_back(s);

@@ -42,7 +42,8 @@ std::string describe(const Plan& p) {
         s += "drop";
         break;
     }
-    s += std::to_string(st.subject);  // apart: g++ 12 warns (-Wrestrict) on "C" + to_string(...)
+    s += std::to_string(
+        testing::subject_of(st));  // apart: g++ 12 warns (-Wrestrict) on "C" + to_string(...)
   }
   return s;
 }

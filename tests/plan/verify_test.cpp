@@ -45,7 +45,8 @@ using testing::test_seed;
 
 // Appends a step with the given waits.
 StepId add(Plan& p, StepKind kind, int32_t subject, ObjectId obj, std::vector<StepId> waits) {
-  Step s{kind, subject, obj, static_cast<int32_t>(p.waits.size()), 0};
+  Step s = Step::of(kind, subject, obj);
+  s.wait_begin = static_cast<int32_t>(p.waits.size());
   p.waits.insert(p.waits.end(), waits.begin(), waits.end());
   s.wait_end = static_cast<int32_t>(p.waits.size());
   p.steps.push_back(s);
@@ -85,7 +86,7 @@ void pack(const StepList& l, Plan& p) {
   p.steps.clear();
   p.waits.clear();
   for (size_t s = 0; s < l.steps.size(); ++s) {
-    add(p, l.steps[s].kind, l.steps[s].subject, l.steps[s].object, l.waits[s]);
+    add(p, l.steps[s].kind, testing::subject_of(l.steps[s]), l.steps[s].object, l.waits[s]);
     p.steps.back().obj_begin = l.steps[s].obj_begin;  // a recompute's objects
     p.steps.back().obj_end = l.steps[s].obj_end;
   }
@@ -111,7 +112,7 @@ void insert_step(Plan& p, StepId at, StepKind kind, int32_t subject, ObjectId ob
   for (auto& ws : l.waits)
     for (StepId& w : ws)
       if (w >= at) ++w;
-  l.steps.insert(l.steps.begin() + at, Step{kind, subject, obj, 0, 0});
+  l.steps.insert(l.steps.begin() + at, Step::of(kind, subject, obj));
   l.waits.insert(l.waits.begin() + at, std::move(waits));
   pack(l, p);
 }
@@ -236,7 +237,7 @@ TEST(Verify, Structure) {
   }
   {
     Plan p = cold_plan(g);
-    p.steps[7].subject = 9;
+    p.steps[7] = testing::with_subject(p.steps[7], 9);
     EXPECT_VIOLATION(g, p, "step 7 (swap_in) names tensor 9, but the graph has 5 tensors");
   }
   {
@@ -301,7 +302,11 @@ TEST(Verify, Order) {
   }
   {
     Plan p = cold_plan(g);
-    std::swap(p.steps[2].subject, p.steps[4].subject);
+    {
+      const OpId a = p.steps[2].op(), b = p.steps[4].op();
+      p.steps[2] = testing::with_subject(p.steps[2], b);
+      p.steps[4] = testing::with_subject(p.steps[4], a);
+    }
     EXPECT_VIOLATION(g, p,
                      "step 2 (compute of op 1 'mid' (test::op)) is compute step number 0, but "
                      "position 0 of the order is op 0");
@@ -698,14 +703,14 @@ std::vector<ObjectId> objects_of_step(const Plan& p, StepId s) {
 
 // Happens-before as reachability sets (independent of the verifier's vector
 // clocks): reach[s] has bit a when a happens before s.
-std::vector<std::vector<uint64_t>> reachability(const Plan& p) {
+std::vector<std::vector<uint64_t>> reachability(const Graph& g, const Plan& p) {
   const int n = p.num_steps();
   const int words = (n + 63) / 64;
   std::vector<std::vector<uint64_t>> reach(n, std::vector<uint64_t>(words, 0));
   StepId last[kNumStreams] = {-1, -1, -1, -1};
   for (StepId s = 0; s < n; ++s) {
     std::vector<StepId> preds(p.waits_of(s).begin(), p.waits_of(s).end());
-    const Stream st = stream_of(p.steps[s].kind);
+    const Stream st = stream_of(g, p.steps[s]);
     if (st != Stream::kNone) {
       if (last[static_cast<int>(st)] >= 0) preds.push_back(last[static_cast<int>(st)]);
       last[static_cast<int>(st)] = s;
@@ -733,11 +738,11 @@ bool referenced_after(const Graph& g, const Plan& p, StepId s, TensorId t) {
   for (StepId k = s + 1; k < p.num_steps(); ++k) {
     const Step& st = p.steps[k];
     if (!st.runs_op()) {
-      if (st.subject == t) return true;
+      if (st.tensor() == t) return true;
       continue;
     }
     bool uses = false;
-    for_each_access(g.ops[st.subject], [&](TensorId u, Access) { uses = uses || u == t; });
+    for_each_access(g.ops[st.op()], [&](TensorId u, Access) { uses = uses || u == t; });
     if (uses) return true;
   }
   return false;
@@ -747,7 +752,7 @@ bool accessed_after(const Graph& g, const Plan& p, StepId s, TensorId t) {
     const Step& st = p.steps[k];
     if (st.kind != StepKind::kCompute) continue;
     bool uses = false;
-    for_each_access(g.ops[st.subject], [&](TensorId u, Access) { uses = uses || u == t; });
+    for_each_access(g.ops[st.op()], [&](TensorId u, Access) { uses = uses || u == t; });
     if (uses) return true;
   }
   return false;
@@ -756,7 +761,7 @@ bool accessed_after(const Graph& g, const Plan& p, StepId s, TensorId t) {
 bool recreated(const Graph& g, const Plan& p, TensorId t) {
   for (const Step& st : p.steps)
     if (st.kind == StepKind::kRecompute)
-      for (TensorId u : g.ops[st.subject].outputs)
+      for (TensorId u : g.ops[st.op()].outputs)
         if (u == t) return true;
   return false;
 }
@@ -870,7 +875,7 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
         StepList l = unpack(q);
         l.waits[s].erase(l.waits[s].begin() + static_cast<long>(rng() % l.waits[s].size()));
         pack(l, q);
-        const auto reach = reachability(q);
+        const auto reach = reachability(g, q);
         bool broken = false;
         for (ObjectId x : objects_of_step(q, s)) {
           for (StepId k = s - 1; k >= 0; --k) {
@@ -892,7 +897,7 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
       const StepId s = random_step(p, rng, [&](StepId k) {
         const Step& st = p.steps[k];
         return st.kind == StepKind::kSwapIn &&
-               (referenced_after(g, p, k, st.subject) || initially_resident(p, st.subject));
+               (referenced_after(g, p, k, st.tensor()) || initially_resident(p, st.tensor()));
       });
       if (s < 0) return false;
       remove_step(p, s);
@@ -904,14 +909,14 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
       std::vector<StepId> last_update(g.num_tensors(), -1);
       for (StepId k = 0; k < p.num_steps(); ++k)
         if (p.steps[k].kind == StepKind::kCompute)
-          for (TensorId t : g.ops[p.steps[k].subject].updates)
+          for (TensorId t : g.ops[p.steps[k].op()].updates)
             last_update[t] = k;
       std::vector<char> seen(g.num_tensors(), 0);
       std::vector<StepId> cand;
       for (StepId k = 0; k < p.num_steps(); ++k) {
         const Step& st = p.steps[k];
         if (st.kind != StepKind::kSwapOut) continue;
-        const TensorId t = st.subject;
+        const TensorId t = st.tensor();
         const TensorKind kind = g.tensors[t].kind;
         if (is_transient(kind) && !seen[t] && accessed_after(g, p, k, t) && !recreated(g, p, t))
           cand.push_back(k);
@@ -930,7 +935,11 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
         if (p.steps[k].kind == StepKind::kCompute) cs.push_back(k);
       if (cs.size() < 2) return false;
       const size_t i = rng() % (cs.size() - 1);
-      std::swap(p.steps[cs[i]].subject, p.steps[cs[i + 1]].subject);
+      {
+        const OpId a = p.steps[cs[i]].op(), b = p.steps[cs[i + 1]].op();
+        p.steps[cs[i]] = testing::with_subject(p.steps[cs[i]], b);
+        p.steps[cs[i + 1]] = testing::with_subject(p.steps[cs[i + 1]], a);
+      }
       *expect = "is compute step number";
       return true;
     }
@@ -963,7 +972,7 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
       const StepId s = random_step(p, rng, [&](StepId k) {
         const Step& st = p.steps[k];
         return st.kind == StepKind::kSwapIn && has_other(st.object) &&
-               (referenced_after(g, p, k, st.subject) || initially_resident(p, st.subject));
+               (referenced_after(g, p, k, st.tensor()) || initially_resident(p, st.tensor()));
       });
       if (s < 0) return false;
       const ObjectId y = other_object_of_class(p.steps[s].object);
@@ -976,11 +985,11 @@ bool mutate(const Graph& g, Plan& p, int m, std::mt19937_64& rng, std::string* e
       std::vector<StepId> cand;
       for (StepId k = 0; k < p.num_steps(); ++k) {
         const Step& st = p.steps[k];
-        if (st.kind != StepKind::kSwapOut || !is_transient(g.tensors[st.subject].kind)) continue;
-        if (!seen[st.subject] && accessed_after(g, p, k, st.subject) &&
-            !recreated(g, p, st.subject))
+        if (st.kind != StepKind::kSwapOut || !is_transient(g.tensors[st.tensor()].kind)) continue;
+        if (!seen[st.tensor()] && accessed_after(g, p, k, st.tensor()) &&
+            !recreated(g, p, st.tensor()))
           cand.push_back(k);
-        seen[st.subject] = 1;
+        seen[st.tensor()] = 1;
       }
       if (cand.empty()) return false;
       remove_step(p, cand[rng() % cand.size()]);

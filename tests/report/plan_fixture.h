@@ -44,6 +44,14 @@
 
 namespace sa::testing {
 
+// Tenants, as the tenancies below name them.
+inline Occupant T(TensorId t) {
+  return Occupant::of_tensor(t);
+}
+inline Occupant W(OpId o) {  // op o's workspace
+  return Occupant::of_workspace(o);
+}
+
 struct StallFixture {
   Graph graph;
   Plan plan;
@@ -53,7 +61,7 @@ struct StallFixture {
   // By hand, as above: tenancies {object, tenant, begin, end} by begin then
   // object, and the memory profile.
   std::vector<ObjectTenancy> expected_tenancies{
-      {0, 0, 0, 14}, {1, 1, 4, 49}, {0, 2, 24, 58}, {1, 0, 54, 54}};
+      {0, T(0), 0, 14}, {1, T(1), 4, 49}, {0, T(2), 24, 58}, {1, T(0), 54, 54}};
   std::vector<MemoryPoint> expected_memory{{0, 20},  {4, 40},  {14, 20}, {24, 40},
                                            {49, 20}, {54, 20}, {58, 0}};
 
@@ -100,7 +108,8 @@ struct StallFixture {
   }
 
   void add(StepKind kind, int32_t subject, ObjectId obj, std::vector<StepId> waits) {
-    Step s{kind, subject, obj, static_cast<int32_t>(plan.waits.size()), 0};
+    Step s = Step::of(kind, subject, obj);
+    s.wait_begin = static_cast<int32_t>(plan.waits.size());
     plan.waits.insert(plan.waits.end(), waits.begin(), waits.end());
     s.wait_end = static_cast<int32_t>(plan.waits.size());
     plan.steps.push_back(s);
@@ -133,8 +142,11 @@ struct StallFixture {
 // from 49 (and 54), 0 from 58.
 struct ArenaFixture : StallFixture {
   ArenaFixture() {
-    expected_tenancies = {
-        {0, 0, 0, 14}, {1, 1, 4, 49}, {2, 2, 24, 58}, {4, -2, 24, 29}, {3, 0, 54, 54}};
+    expected_tenancies = {{0, T(0), 0, 14},
+                          {1, T(1), 4, 49},
+                          {2, T(2), 24, 58},
+                          {4, W(1), 24, 29},
+                          {3, T(0), 54, 54}};
     expected_memory = {{0, 4}, {4, 24}, {14, 20}, {24, 34}, {29, 26}, {49, 6}, {54, 6}, {58, 0}};
     graph.ops[1].workspace_bytes = 8;
     plan.allocator = Allocator::kArena;

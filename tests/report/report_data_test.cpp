@@ -104,8 +104,9 @@ std::vector<TenancyRow> tenancy_rows(const json& d) {
 std::vector<TenancyRow> in_ns(const std::vector<ObjectTenancy>& want) {
   std::vector<TenancyRow> out;
   for (const ObjectTenancy& e : want)
-    out.push_back(
-        {e.object, e.tenant, std::llround(e.begin_us * 1e3), std::llround(e.end_us * 1e3)});
+    out.push_back({e.object,
+                   e.tenant.is_tensor() ? e.tenant.tensor() : -1 - e.tenant.workspace_op(),
+                   std::llround(e.begin_us * 1e3), std::llround(e.end_us * 1e3)});
   return out;
 }
 

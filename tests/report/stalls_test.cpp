@@ -91,9 +91,8 @@ TEST(Stalls, ACollectiveIsNotAComputeStall) {
   g.ops[1].type = std::string(kCollectiveTypes[0]);
   g.ops[2].type = "test::update";
   Plan p;
-  p.steps = {{StepKind::kCompute, 0, kNoObject, 0, 0},
-             {StepKind::kCompute, 1, kNoObject, 0, 0},
-             {StepKind::kCompute, 2, kNoObject, 0, 0}};
+  p.steps = {Step::run(StepKind::kCompute, 0), Step::run(StepKind::kCompute, 1),
+             Step::run(StepKind::kCompute, 2)};
   const std::vector<StepTiming> t = {{0, 10}, {12, 20}, {10, 15}};
   const StallReport r = attribute_stalls(g, p, t);
   EXPECT_TRUE(r.stalls.empty());
@@ -103,7 +102,7 @@ TEST(Stalls, ACollectiveIsNotAComputeStall) {
 TEST(Stalls, NoneWhenComputeNeverWaits) {
   testing::StallFixture f;
   Plan p;
-  p.steps = {{StepKind::kCompute, 0, kNoObject, 0, 0}, {StepKind::kCompute, 1, kNoObject, 0, 0}};
+  p.steps = {Step::run(StepKind::kCompute, 0), Step::run(StepKind::kCompute, 1)};
   const std::vector<StepTiming> t = {{0, 10}, {10, 15}};
   const StallReport r = attribute_stalls(f.graph, p, t);
   EXPECT_TRUE(r.stalls.empty());

@@ -34,7 +34,7 @@ TEST(ObjectTenancies, SizeClassFixtureByHand) {
 }
 
 // Two tenancies at offset 0, one after the other (objects 0 and 2), and a
-// workspace (tenant -1 - op).
+// workspace (tenant W(1): op 1's workspace).
 TEST(ObjectTenancies, ArenaFixtureByHand) {
   testing::ArenaFixture f;
   ASSERT_TRUE(f.sim.ok) << f.sim.error;
@@ -57,7 +57,7 @@ TEST(ObjectTenancies, InitialResidentKeptToTheEnd) {
   const SimResult sim = Simulator().run(g, p, f.op_us, f.device, {.record_timeline = true});
   ASSERT_TRUE(sim.ok);
   std::vector<ObjectTenancy> want = f.expected_tenancies;
-  want.insert(want.begin() + 1, {2, 3, 0, 59});  // begins at 0 too, after object 0's
+  want.insert(want.begin() + 1, {2, testing::T(3), 0, 59});  // begins at 0 too, after object 0's
   expect_tenancies(object_tenancies(g, p, sim.timeline, sim.iteration_us), want);
 }
 

@@ -115,7 +115,7 @@ TEST(RuntimeCli, RunRefusesAnInvalidPlan) {
   Files f;
   // The first swap-out of an activation becomes a drop: its value is lost.
   for (Step& s : f.p.steps)
-    if (s.kind == StepKind::kSwapOut && is_transient(f.g.tensors[s.subject].kind)) {
+    if (s.kind == StepKind::kSwapOut && is_transient(f.g.tensors[s.tensor()].kind)) {
       s.kind = StepKind::kDrop;
       break;
     }

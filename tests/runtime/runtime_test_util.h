@@ -84,7 +84,7 @@ inline SwapChain swap_chain(int64_t bytes, double op_us, double link_gbps) {
 // The first step of `kind` on `subject`, or -1.
 inline StepId find_step(const Plan& p, StepKind kind, int32_t subject) {
   for (StepId s = 0; s < p.num_steps(); ++s)
-    if (p.steps[s].kind == kind && p.steps[s].subject == subject) return s;
+    if (p.steps[s].kind == kind && testing::subject_of(p.steps[s]) == subject) return s;
   return -1;
 }
 

@@ -62,7 +62,8 @@ void expect_same_plan(const SearchResult& a, const SearchResult& b) {
   ASSERT_EQ(a.plan.steps.size(), b.plan.steps.size());
   for (size_t i = 0; i < a.plan.steps.size(); ++i) {
     EXPECT_EQ(a.plan.steps[i].kind, b.plan.steps[i].kind) << "step " << i;
-    EXPECT_EQ(a.plan.steps[i].subject, b.plan.steps[i].subject) << "step " << i;
+    EXPECT_EQ(testing::subject_of(a.plan.steps[i]), testing::subject_of(b.plan.steps[i]))
+        << "step " << i;
     EXPECT_EQ(a.plan.steps[i].object, b.plan.steps[i].object) << "step " << i;
   }
   EXPECT_EQ(a.plan.waits, b.plan.waits);

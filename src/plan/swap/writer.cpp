@@ -173,9 +173,7 @@ void SwapPlanner::Pass::write_plan(std::span<const int32_t> visit, std::span<con
   for (StepId id = 0; id < num_steps; ++id) {
     const TempStep& t = steps_[old_of[id]];
     Step& st = p.steps[id];
-    st.kind = t.kind;
-    st.subject = t.subject;
-    st.object = object(t.object);
+    st = Step::of(t.kind, t.subject, object(t.object));
     if (t.kind == StepKind::kRecompute) {
       st.obj_begin = static_cast<int32_t>(p.recompute_objects.size());
       for (int32_t k = t.obj_begin; k < t.obj_end; ++k)

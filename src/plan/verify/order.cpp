@@ -25,11 +25,11 @@ bool Verifier::order() {
       return fail(
           "{} is compute step number {}, but the graph has only {} ops (op {} already "
           "ran at step {})",
-          step(s), k, m, st.subject, step_of_op_[st.subject]);
-    if (st.subject != p_.order[k])
+          step(s), k, m, st.op(), step_of_op_[st.op()]);
+    if (st.op() != p_.order[k])
       return fail("{} is compute step number {}, but position {} of the order is op {}", step(s), k,
                   k, p_.order[k]);
-    step_of_op_[st.subject] = s;
+    step_of_op_[st.op()] = s;
     ++k;
   }
   if (k != m)
@@ -45,11 +45,11 @@ bool Verifier::order() {
   for (StepId s = 0; s < p_.num_steps(); ++s) {
     const Step& st = p_.steps[s];
     if (st.kind == StepKind::kCompute)
-      for_each_access(g_.ops[st.subject], [&](TensorId t, Access) {
+      for_each_access(g_.ops[st.op()], [&](TensorId t, Access) {
         if (access_steps_[t].empty() || access_steps_[t].back() != s) access_steps_[t].push_back(s);
       });
     else if (st.kind == StepKind::kRecompute)
-      for (TensorId t : g_.ops[st.subject].outputs)
+      for (TensorId t : g_.ops[st.op()].outputs)
         recreate_steps_[t].push_back(s);
   }
 

@@ -107,17 +107,16 @@ bool Verifier::structure_steps() {
     const Step& st = p_.steps[s];
     switch (st.kind) {
       case StepKind::kCompute:
-        if (st.subject < 0 || st.subject >= m)
-          return fail("step {} (compute) names op {}, but the graph has {} ops", s, st.subject, m);
+        if (st.op() < 0 || st.op() >= m)
+          return fail("step {} (compute) names op {}, but the graph has {} ops", s, st.op(), m);
         if (st.object != kNoObject)
           return fail("{} names object {}; a compute step's objects are in access_objects", step(s),
                       st.object);
         break;
       case StepKind::kRecompute: {
-        if (st.subject < 0 || st.subject >= m)
-          return fail("step {} (recompute) names op {}, but the graph has {} ops", s, st.subject,
-                      m);
-        const Op& oo = g_.ops[st.subject];
+        if (st.op() < 0 || st.op() >= m)
+          return fail("step {} (recompute) names op {}, but the graph has {} ops", s, st.op(), m);
+        const Op& oo = g_.ops[st.op()];
         if (!may_recompute(oo) && !may_replay_update(g_, oo)) {
           std::string why = "the graph marks it recompute: false";
           if (oo.recompute && !oo.updates.empty()) {
@@ -133,7 +132,7 @@ bool Verifier::structure_steps() {
           } else if (oo.recompute) {
             why = "it has no outputs";
           }
-          return fail("{}: {} may not run again ({})", step(s), op(st.subject), why);
+          return fail("{}: {} may not run again ({})", step(s), op(st.op()), why);
         }
         const int64_t want = num_step_slots(oo, true);
         if (st.obj_begin < 0 || st.obj_end < st.obj_begin ||
@@ -159,7 +158,7 @@ bool Verifier::structure_steps() {
           fits(objs[k++], g_.tensors[t].bytes, arena_ ? -1 : p_.tensor_class[t], tensor(t));
         });
         if (oo.workspace_bytes > 0)
-          fits(objs[k], oo.workspace_bytes, arena_ ? -1 : p_.workspace_class[st.subject],
+          fits(objs[k], oo.workspace_bytes, arena_ ? -1 : p_.workspace_class[st.op()],
                "its workspace");
         if (!ok) return false;
         break;
@@ -167,19 +166,19 @@ bool Verifier::structure_steps() {
       case StepKind::kSwapIn:
       case StepKind::kSwapOut:
       case StepKind::kDrop:
-        if (st.subject < 0 || st.subject >= n)
+        if (st.tensor() < 0 || st.tensor() >= n)
           return fail("step {} ({}) names tensor {}, but the graph has {} tensors", s,
-                      to_string(st.kind), st.subject, n);
+                      to_string(st.kind), st.tensor(), n);
         if (!object_exists(st.object))
           return fail("{} names object {}, but the pool has {} objects", step(s), st.object,
                       num_objects_);
         if (arena_) {
-          if (const std::string why = too_small(st.object, g_.tensors[st.subject].bytes);
+          if (const std::string why = too_small(st.object, g_.tensors[st.tensor()].bytes);
               !why.empty())
             return fail("{} uses object {}, but {} bytes", step(s), st.object, why);
-        } else if (class_of(st.object) != p_.tensor_class[st.subject])
+        } else if (class_of(st.object) != p_.tensor_class[st.tensor()])
           return fail("{} uses object {} of class {}, but the tensor is in class {}", step(s),
-                      st.object, class_of(st.object), p_.tensor_class[st.subject]);
+                      st.object, class_of(st.object), p_.tensor_class[st.tensor()]);
         break;
       default:
         return fail("step {} has an unknown kind {}", s, static_cast<int>(st.kind));
@@ -244,7 +243,7 @@ bool Verifier::structure_resident() {
     num_local = static_cast<int32_t>(ids_.size());
   }
   tenant_.assign(num_local, kFree);
-  prev_.assign(num_local, kFree);
+  prev_.assign(num_local, Occupant());
   touch_.assign(num_local, {});
   ghost_.assign(num_local, -1);
   ghosts_.clear();
@@ -256,8 +255,8 @@ bool Verifier::structure_resident() {
       return fail("initial_resident puts both {} and {} in object {}", tensor(who),
                   tensor(r.tensor), r.object);
     who = r.tensor;
-    prev_[loc(r.object)] = r.tensor;
-    if (arena_ && !arrive_bytes(kStart, r.object, r.tensor)) return false;
+    prev_[loc(r.object)] = Occupant::of_tensor(r.tensor);
+    if (arena_ && !arrive_bytes(kStart, r.object, Occupant::of_tensor(r.tensor))) return false;
   }
   return true;
 }

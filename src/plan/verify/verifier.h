@@ -69,24 +69,26 @@ class Verifier {
     const Step& st = p_.steps[s];
     switch (st.kind) {
       case StepKind::kCompute:
-        return fmt::format("step {} (compute of {})", s, op(st.subject));
+        return fmt::format("step {} (compute of {})", s, op(st.op()));
       case StepKind::kSwapIn:
-        return fmt::format("step {} (swap_in of {} into object {})", s, tensor(st.subject),
+        return fmt::format("step {} (swap_in of {} into object {})", s, tensor(st.tensor()),
                            st.object);
       case StepKind::kSwapOut:
-        return fmt::format("step {} (swap_out of {} from object {})", s, tensor(st.subject),
+        return fmt::format("step {} (swap_out of {} from object {})", s, tensor(st.tensor()),
                            st.object);
       case StepKind::kDrop:
-        return fmt::format("step {} (drop of {} from object {})", s, tensor(st.subject), st.object);
+        return fmt::format("step {} (drop of {} from object {})", s, tensor(st.tensor()),
+                           st.object);
       case StepKind::kRecompute:
-        return fmt::format("step {} (recompute of {})", s, op(st.subject));
+        return fmt::format("step {} (recompute of {})", s, op(st.op()));
     }
     return fmt::format("step {}", s);
   }
   // A tenant: a tensor id, or -(2 + o) for the workspace of op o.
-  std::string tenant_name(int32_t who) const {
-    if (who == kFree) return "no tensor";
-    return who >= 0 ? tensor(who) : fmt::format("the workspace of {}", op(-2 - who));
+  std::string tenant_name(Occupant who) const {
+    if (who.empty()) return "no tensor";
+    return who.is_tensor() ? tensor(who.tensor())
+                           : fmt::format("the workspace of {}", op(who.workspace_op()));
   }
 
   // ---- pool layout ----
@@ -131,7 +133,7 @@ class Verifier {
   bool swap_in(StepId s);
   bool swap_out(StepId s);
   bool drop(StepId s);
-  bool arrive(StepId s, ObjectId x, int32_t who, int slot);
+  bool arrive(StepId s, ObjectId x, Occupant who, int slot);
   // The touch slot of a step that runs an op: its stream (compute, or
   // collective for a collective op's compute step).
   int slot(StepId s) const { return static_cast<int>(stream_of(g_, p_.steps[s])); }
@@ -141,13 +143,14 @@ class Verifier {
     const Op& oo = g_.ops[o];
     const int nout = static_cast<int>(oo.outputs.size());
     const bool again = p_.steps[s].kind == StepKind::kRecompute;
-    if (oo.workspace_bytes > 0 && !arrive(s, objs[num_step_slots(oo, again) - 1], -2 - o, slot(s)))
+    if (oo.workspace_bytes > 0 &&
+        !arrive(s, objs[num_step_slots(oo, again) - 1], Occupant::of_workspace(o), slot(s)))
       return false;
     for (size_t i = 0; i < oo.inputs.size(); ++i)
       touch_[loc(objs[nout + i])][slot(s)] = s;
     return true;
   }
-  bool arrive_bytes(StepId s, ObjectId x, int32_t who);
+  bool arrive_bytes(StepId s, ObjectId x, Occupant who);
   // R3: a dead output of a recompute in object location l stops being
   // readable (its bytes are taken, or the next compute step runs).
   void forget_ghost(int32_t l) {
@@ -200,7 +203,7 @@ class Verifier {
 
   // Object state during the walk (indexed by loc()).
   std::vector<TensorId> tenant_;  // current tenant or kFree
-  std::vector<int32_t> prev_;     // last tenant (see tenant_name), for messages
+  std::vector<Occupant> prev_;    // last tenant (see tenant_name), for messages
   std::vector<std::array<StepId, kNumStreams + 1>> touch_;  // last step per stream (+ drop)
   std::vector<TensorId> ghost_;  // R3: the dead output still readable there, or -1
   std::vector<int32_t> ghosts_;  // their locations, since the last compute step

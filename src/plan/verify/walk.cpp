@@ -30,11 +30,11 @@ std::string Verifier::next_use(TensorId t) const {
   return "";
 }
 
-// W1: step s puts `who` (a tensor, or -(2 + op) for a workspace) into object x.
+// W1: step s puts `who` (a tensor or a workspace) into object x.
 // W1 over arena bytes (arena plans): who moves into object x at step s; the
 // objects that last held any of x's bytes are free and their last tenants'
 // steps happen before s. Then x holds those bytes.
-bool Verifier::arrive_bytes(StepId s, ObjectId x, int32_t who) {
+bool Verifier::arrive_bytes(StepId s, ObjectId x, Occupant who) {
   const Block& b = p_.objects[x];
   std::string err;
   bytes_of_.assign(b.offset, b.end(), x, [&](int64_t lo, int64_t hi, ObjectId y) {
@@ -65,7 +65,7 @@ bool Verifier::arrive_bytes(StepId s, ObjectId x, int32_t who) {
   return true;
 }
 
-bool Verifier::arrive(StepId s, ObjectId x, int32_t who, int slot) {
+bool Verifier::arrive(StepId s, ObjectId x, Occupant who, int slot) {
   if (arena_ && !arrive_bytes(s, x, who)) return false;
   const int32_t l = loc(x);
   forget_ghost(l);
@@ -81,12 +81,12 @@ bool Verifier::arrive(StepId s, ObjectId x, int32_t who, int slot) {
   touch_[l].fill(-1);
   touch_[l][slot] = s;
   prev_[l] = who;
-  if (who >= 0) tenant_[l] = who;
+  if (who.is_tensor()) tenant_[l] = who.tensor();
   return true;
 }
 
 bool Verifier::compute_step(StepId s) {
-  const OpId o = p_.steps[s].subject;
+  const OpId o = p_.steps[s].op();
   const Op& oo = g_.ops[o];
   const ObjectId* objs = p_.access_objects.data() + p_.access_begin[o];
   const int nout = static_cast<int>(oo.outputs.size());
@@ -125,7 +125,7 @@ bool Verifier::compute_step(StepId s) {
   // W1: outputs and the workspace need free objects.
   for (int i = 0; i < nout; ++i) {
     const TensorId t = oo.outputs[i];
-    if (!arrive(s, objs[i], t, slot(s))) return false;
+    if (!arrive(s, objs[i], Occupant::of_tensor(t), slot(s))) return false;
     dev_obj_[t] = objs[i];
     ver_[t] = dev_ver_[t] = 1;
     data_step_[t] = write_step_[t] = s;
@@ -161,7 +161,7 @@ bool Verifier::compute_step(StepId s) {
 
 bool Verifier::swap_in(StepId s) {
   const Step& st = p_.steps[s];
-  const TensorId t = st.subject;
+  const TensorId t = st.tensor();
   if (is_transient(g_.tensors[t].kind)) {
     if (ver_[t] == 0) return fail("{} brings in {} before it is created", step(s), tensor(t));
     if (dead_[t])
@@ -188,17 +188,17 @@ bool Verifier::swap_in(StepId s) {
   if (!hb(host_step_[t], s))
     return fail("{} does not wait for {}, which writes the host copy it reads", step(s),
                 step(host_step_[t]));
-  if (!arrive(s, st.object, t, static_cast<int>(Stream::kH2D))) return false;
+  if (!arrive(s, st.object, Occupant::of_tensor(t), static_cast<int>(Stream::kH2D))) return false;
   dev_obj_[t] = st.object;
   dev_ver_[t] = host_ver_[t];
   data_step_[t] = s;
   return true;
 }
 
-// W4 and W2 for a swap-out or drop of st.subject from st.object.
+// W4 and W2 for a swap-out or drop of st.tensor() from st.object.
 bool Verifier::resident_for_release(StepId s) {
   const Step& st = p_.steps[s];
-  const TensorId t = st.subject;
+  const TensorId t = st.tensor();
   const ObjectId x = st.object;
   if (is_transient(g_.tensors[t].kind)) {
     if (ver_[t] == 0) return fail("{} comes before {} is created", step(s), tensor(t));
@@ -223,7 +223,7 @@ bool Verifier::resident_for_release(StepId s) {
 bool Verifier::swap_out(StepId s) {
   if (!resident_for_release(s)) return false;
   const Step& st = p_.steps[s];
-  const TensorId t = st.subject;
+  const TensorId t = st.tensor();
   const int32_t l = loc(st.object);
   host_ver_[t] = dev_ver_[t];
   host_step_[t] = s;
@@ -237,7 +237,7 @@ bool Verifier::swap_out(StepId s) {
 bool Verifier::drop(StepId s) {
   if (!resident_for_release(s)) return false;
   const Step& st = p_.steps[s];
-  const TensorId t = st.subject;
+  const TensorId t = st.tensor();
   if (host_ver_[t] < dev_ver_[t]) {
     const bool persistent = is_persistent(g_.tensors[t].kind);
     if (persistent || (remaining_[t] > 0 && !recreated_before_use(s, t))) {
@@ -268,7 +268,7 @@ bool Verifier::drop(StepId s) {
 
 // R1-R4 (Note [Verified rules]): a recompute of op o at step s.
 bool Verifier::recompute_step(StepId s) {
-  const OpId o = p_.steps[s].subject;
+  const OpId o = p_.steps[s].op();
   const Op& oo = g_.ops[o];
   const auto objs = p_.objects_of_step(s);
   const int nout = static_cast<int>(oo.outputs.size());
@@ -312,7 +312,8 @@ bool Verifier::recompute_step(StepId s) {
     if (dev_obj_[t] != kNoObject)
       return fail("{} recreates {}, but {} is on the device already, in object {}", step(s),
                   tensor(t), tensor(t), dev_obj_[t]);
-    if (!arrive(s, objs[i], t, static_cast<int>(Stream::kCompute))) return false;
+    if (!arrive(s, objs[i], Occupant::of_tensor(t), static_cast<int>(Stream::kCompute)))
+      return false;
     if (dead_[t]) {  // a ghost: free, but readable until its bytes are taken
       tenant_[loc(objs[i])] = kFree;
       ghost_[loc(objs[i])] = t;
@@ -372,9 +373,9 @@ bool Verifier::walk() {
   std::vector<char> written_back(n, 0);
   for (StepId s = 0; s < p_.num_steps(); ++s) {
     const Step& st = p_.steps[s];
-    if (st.kind == StepKind::kSwapOut && last_update[st.subject] >= 0 &&
-        s > last_update[st.subject])
-      written_back[st.subject] = 1;
+    if (st.kind == StepKind::kSwapOut && last_update[st.tensor()] >= 0 &&
+        s > last_update[st.tensor()])
+      written_back[st.tensor()] = 1;
   }
   for (const ResidentTensor& r : p_.initial_resident) {
     dev_obj_[r.tensor] = r.object;
