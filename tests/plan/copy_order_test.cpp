@@ -36,10 +36,8 @@ struct ReleaseOrderPlan {
   Plan p;
   std::vector<int32_t> key;
   StepId add(StepKind kind, int32_t subject, int32_t k, std::vector<StepId> waits = {}) {
-    Step s;
-    s.kind = kind;
-    s.subject = subject;
-    s.object = kind == StepKind::kCompute || kind == StepKind::kRecompute ? kNoObject : 0;
+    Step s = Step::of(kind, subject,
+                      kind == StepKind::kCompute || kind == StepKind::kRecompute ? kNoObject : 0);
     s.wait_begin = static_cast<int32_t>(p.waits.size());
     p.waits.insert(p.waits.end(), waits.begin(), waits.end());
     s.wait_end = static_cast<int32_t>(p.waits.size());

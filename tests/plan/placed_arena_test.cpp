@@ -53,7 +53,7 @@ std::string placed_steps(const Plan& p) {
         s += "drop";
         break;
     }
-    s += std::to_string(st.subject);
+    s += std::to_string(testing::subject_of(st));
   }
   return s;
 }
@@ -69,7 +69,7 @@ std::vector<std::pair<int64_t, int64_t>> object_ranges(const Plan& p) {
 // The step of the given kind and subject (the first; -1 if none).
 StepId find_step(const Plan& p, StepKind kind, int32_t subject) {
   for (StepId s = 0; s < p.num_steps(); ++s)
-    if (p.steps[s].kind == kind && p.steps[s].subject == subject) return s;
+    if (p.steps[s].kind == kind && testing::subject_of(p.steps[s]) == subject) return s;
   return -1;
 }
 
