@@ -1,4 +1,4 @@
-# libtorch for the ATen kernel backend (src/runtime/aten.cmake).
+# libtorch for the ATen kernel backend (src/runtime/aten/aten.cmake).
 #   SA_WITH_TORCH=AUTO (default): use libtorch when found
 #   SA_WITH_TORCH=ON:  fail without it      SA_WITH_TORCH=OFF: never
 # Found through find_package(Torch): Debian's libtorch-dev installs

@@ -7,8 +7,8 @@
 
 #include "fuzz_common.h"
 #include "graph/graph_io.h"
-#include "runtime/aten_allowlist.h"
-#include "runtime/aten_program.h"
+#include "runtime/aten/aten_allowlist.h"
+#include "runtime/aten/aten_program.h"
 
 namespace {
 

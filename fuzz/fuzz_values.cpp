@@ -6,8 +6,8 @@
 
 #include "fuzz_common.h"
 #include "graph/graph_io.h"
-#include "runtime/aten_program.h"
-#include "runtime/values_file.h"
+#include "runtime/aten/aten_program.h"
+#include "runtime/aten/values_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const sa::Graph g =

@@ -15,7 +15,7 @@ How (Note [Trainer]):
   (the SHA-256 of its file), the device profile, the budget and the search
   settings; on a miss, swapadvisor.plan searches and the plan is stored. A
   second run of a script skips the search.
-- A session (runtime/aten_session.h) runs the plan with the ATen kernels on
+- A session (runtime/aten/aten_session.h) runs the plan with the ATen kernels on
   the host-emulated device (device="cpu") or CUDA (device="cuda"): one
   iteration per step on the batch it is given, the state (parameters,
   buffers, optimizer state) kept where the plan keeps it between steps.

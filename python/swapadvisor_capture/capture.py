@@ -175,7 +175,7 @@ def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, na
     each micro-batch's loss scaled before its backward, the gradients
     unscaled (and found_inf set) before clipping, the optimizer's ops
     recorded to be skipped when found_inf is set (Note [Skipped steps] in
-    src/runtime/aten_program.h: "skip_if_nonzero"), then the scaler's update;
+    src/runtime/aten/aten_program.h: "skip_if_nonzero"), then the scaler's update;
     its scale and growth tracker are state ("scaler._scale", ...).
 
     train=False: an evaluation step instead, the forward pass and the loss
@@ -205,7 +205,7 @@ def capture_step(model, inputs, target, loss_fn, opt, opt_name, opt_cfg, dev, na
     # The iteration's random draws start from the seed, as the eager
     # reference's first iteration's do (reference.eager_run) and as the
     # runtime's do (exec "rng"; Note [ATen recompute] in
-    # src/runtime/aten_kernels.h).
+    # src/runtime/aten/aten_kernels.h).
     torch.manual_seed(seed)
     rec = Recorder(registry, dev, check_mutations=check_mutations)
     handles = _module_hooks(model, rec)

@@ -1,6 +1,6 @@
 """Step scalars: the arguments an optimizer's step computes in Python from
 its settings and its step count, given anew at every step (Note [Step
-scalars] in src/runtime/aten_program.h).
+scalars] in src/runtime/aten/aten_program.h).
 
 torch.optim.Adam computes `-lr / (1 - beta1 ** t)` and `sqrt(1 - beta2 ** t)`
 from the step count t it reads with .item(), and passes them to its ops as

@@ -18,7 +18,7 @@
 #include "plan/verify.h"
 #include "runtime/backends.h"
 #include "runtime/executor.h"
-#include "runtime/ranks.h"
+#include "runtime/mpi/ranks.h"
 #include "util/error.h"
 #include "util/json.h"
 #include "util/limits.h"
@@ -158,7 +158,7 @@ void run_run(RunArgs& args) {
     run_aten(a);
     return;
   }
-  // Under mpirun: one rank of several (Note [Ranks] in runtime/ranks.h).
+  // Under mpirun: one rank of several (Note [Ranks] in runtime/mpi/ranks.h).
   const runtime::RankInfo rank = runtime::init_ranks();
   const bool tell = !args.quiet && rank.rank == 0;  // progress lines on stderr
   const DeviceProfile device = load_device(args.device);
@@ -240,7 +240,7 @@ void run_run(RunArgs& args) {
   const double late_kernels =
       median(std::vector<double>(r.late_kernels.begin(), r.late_kernels.end()));
   // Most of an overrun is made up by the next ops (Note [Stream clocks] in
-  // runtime/host_backend.cpp); a large one is a sign that it was not.
+  // runtime/host/host_backend.cpp); a large one is a sign that it was not.
   if (overrun_us > 0.2 * measured_us)
     print_warnings({fmt::format(
         "the host's synthetic kernels ran {} per iteration past their ops' times ({:.1f}% of the "
@@ -317,7 +317,7 @@ void register_run(CLI::App& app) {
          fmt::format("aten: intra-op threads, at most {} (default: libtorch's)", kMaxThreads))
       ->check(integer_in(0, kMaxThreads));
   // Under mpirun, one rank's error ends every rank (Note [Rank failures] in
-  // runtime/ranks.h).
+  // runtime/mpi/ranks.h).
   cmd->callback([args] { runtime::run_rank([&] { run_run(*args); }); });
 }
 

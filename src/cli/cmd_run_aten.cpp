@@ -11,8 +11,8 @@
 #include "graph/graph_io.h"
 #include "plan/plan_io.h"
 #include "plan/verify.h"
-#include "runtime/aten_run.h"
-#include "runtime/ranks.h"
+#include "runtime/aten/aten_run.h"
+#include "runtime/mpi/ranks.h"
 #include "util/error.h"
 #include "util/json.h"
 #include "util/terminal.h"
@@ -44,7 +44,7 @@ std::string with_rank(std::string path, int rank) {
 void run_aten(const AtenRunArgs& a) {
   const Graph captured = read_graph(a.graph);
   // A data-parallel plan is one rank's: the captured graph with collective
-  // ops spliced in (Note [ATen data parallelism] in runtime/aten_kernels.h).
+  // ops spliced in (Note [ATen data parallelism] in runtime/aten/aten_kernels.h).
   // Their times do not matter here; the device only times them.
   GraphAndPlan gp = read_graph_and_plan(captured, a.plan, load_device("v100-16gb"));
   Graph& g = gp.graph;

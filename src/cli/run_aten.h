@@ -1,6 +1,6 @@
 #pragma once
 // `swapadvisor run GRAPH PLAN --kernels aten`: train a captured PyTorch model
-// under the plan (runtime/aten_run.h). Called by cmd_run.cpp.
+// under the plan (runtime/aten/aten_run.h). Called by cmd_run.cpp.
 
 #include <string>
 

@@ -1,5 +1,5 @@
 // swapadvisor._native.Session: runtime::AtenSession (Note [Training
-// session] in runtime/aten_session.h) for swapadvisor.Trainer
+// session] in runtime/aten/aten_session.h) for swapadvisor.Trainer
 // (python/swapadvisor/trainer.py). The Trainer hands over the paths of the
 // graph, plan and exec files in its cache and the values in memory (or a
 // values file's path); each is read and checked as `swapadvisor run
@@ -24,11 +24,11 @@
 #include "plan/plan_io.h"
 #include "plan/verify.h"
 #include "python/bindings.h"
-#include "runtime/aten_kernels.h"
-#include "runtime/aten_program.h"
-#include "runtime/aten_session.h"
-#include "runtime/ranks.h"
-#include "runtime/values_file.h"
+#include "runtime/aten/aten_kernels.h"
+#include "runtime/aten/aten_program.h"
+#include "runtime/aten/aten_session.h"
+#include "runtime/aten/values_file.h"
+#include "runtime/mpi/ranks.h"
 #include "util/error.h"
 
 namespace py = pybind11;

@@ -1,9 +1,9 @@
 #pragma once
 // What the executor needs from a device: memory, three streams ordered by
 // events, asynchronous copies and the synthetic kernels. Two backends
-// implement it: the host backend (runtime/host_backend.h: the device is a
+// implement it: the host backend (runtime/host/host_backend.h: the device is a
 // separate arena in host memory, each stream a thread) and the CUDA backend
-// (runtime/cuda_backend.h).
+// (runtime/cuda/cuda_backend.h).
 //
 //   auto backend = sa::runtime::make_host_backend({});
 //   Buffer arena = backend->alloc_device(budget);
@@ -84,7 +84,7 @@ struct KernelTable {
   std::vector<int32_t> kernel_op;
   int num_slots = 0;  // checksum slots the op kernels write
   // Per kernel: what a collective op's kernel does instead of run_op (Note
-  // [Ranks] in runtime/ranks.h); kNone for every other op.
+  // [Ranks] in runtime/mpi/ranks.h); kNone for every other op.
   std::vector<synthetic::Collective> collective;
   synthetic::Collective collective_of(int32_t kernel) const {
     return kernel < static_cast<int32_t>(collective.size()) ? collective[kernel]
@@ -102,7 +102,7 @@ struct KernelTable {
 };
 
 // An op's real kernel in place of its synthetic one (the ATen kernels,
-// runtime/aten_run.h): launch_op(kernel) calls it with the kernel's op,
+// runtime/aten/aten_run.h): launch_op(kernel) calls it with the kernel's op,
 // whether it runs for a recompute step (a real kernel must then reproduce
 // the op's first run, e.g. its random draws: Note [ATen recompute]), the
 // kernel's accesses as the kernel table has them and the device arena. On
@@ -110,7 +110,7 @@ struct KernelTable {
 // the compute stream's thread and stream is null; on the CUDA backend it runs
 // on the issuing thread and must queue its work on `stream`, the compute
 // stream (a cudaStream_t), without waiting for it.
-// A collective op's exchange of words between the ranks (runtime/ranks.h):
+// A collective op's exchange of words between the ranks (runtime/mpi/ranks.h):
 // the CUDA backend, in its own library, is given it.
 using CollectiveHook = std::function<void(synthetic::Collective, std::span<uint64_t>)>;
 

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "runtime/cuda_backend.h"
-#include "runtime/host_backend.h"
-#include "runtime/ranks.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/host/host_backend.h"
+#include "runtime/mpi/ranks.h"
 #include "util/error.h"
 
 namespace sa::runtime {

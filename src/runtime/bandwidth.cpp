@@ -63,7 +63,7 @@ LinkMeasurement measure_link(Backend& b, int64_t bytes, int repeats) {
   // GB/s from bytes per microsecond: / 1e3. Timed from the gate, not from
   // the first copy's end: the host backend's streams time their copies on
   // the emulated device's clock from the gate on (Note [Stream clocks] in
-  // runtime/host_backend.cpp), so a first copy that ends late (its thread
+  // runtime/host/host_backend.cpp), so a first copy that ends late (its thread
   // woke up late) is made up by the next ones, and the time between the
   // first and the last end would overstate the rate.
   auto alone = [&](const std::vector<double>& ends) {

@@ -1,5 +1,5 @@
 #include "runtime/executor.h"
-#include "runtime/ranks.h"
+#include "runtime/mpi/ranks.h"
 
 #include <algorithm>
 #include <array>
@@ -57,7 +57,7 @@ class Executor {
     // Under mpirun, the ranks agree on what they run before anything is
     // allocated, and meet again after the setup, where an arena one of them
     // cannot allocate fails every rank (Note [Rank failures] in
-    // runtime/ranks.h). With one rank, nothing.
+    // runtime/mpi/ranks.h). With one rank, nothing.
     const bool ranks = o_.ranks.size > 1;
     if (ranks) {
       const RunFingerprint fp = fingerprint();
@@ -110,7 +110,7 @@ class Executor {
       else if (o_.check_integrity)
         // Computed all the same: under mpirun the reference's collectives
         // must be issued on every rank, in step with the others' (Note
-        // [Ranks] in runtime/ranks.h), whether this rank's check failed.
+        // [Ranks] in runtime/mpi/ranks.h), whether this rank's check failed.
         (void)ref.slots[ref_it];
     }
     collectives_end();

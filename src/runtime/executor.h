@@ -56,11 +56,11 @@
 // -----------------
 // RunOptions::time_scale stretches every op: its kernel is launched with a
 // duration of op_us x time_scale, and the host backend's paced copies are
-// stretched alike (Note [Paced copies], runtime/link_pacer.h), so the wall
+// stretched alike (Note [Paced copies], runtime/host/link_pacer.h), so the wall
 // time divided by the scale is comparable with the simulated iteration. On
 // the host backend the compute thread runs the synthetic kernel, then sleeps
 // until the op's end on the compute stream's clock (Note [Stream clocks] in
-// runtime/host_backend.cpp). The kernel touches a few words per 4 KiB page
+// runtime/host/host_backend.cpp). The kernel touches a few words per 4 KiB page
 // of every tensor the op accesses, each a cache and TLB miss (tens of ns),
 // so a memory-bound op on a large tensor, which a GPU finishes in a few
 // hundred us, needs a scale of 20 to 60 for its kernel to fit. An op
@@ -101,7 +101,7 @@
 #include "plan/plan.h"
 #include "plan/simulator.h"
 #include "runtime/backend.h"
-#include "runtime/ranks.h"
+#include "runtime/mpi/ranks.h"
 
 namespace sa::runtime {
 
@@ -110,11 +110,11 @@ struct RunOptions {
   // This process's rank and how many run the plan, as init_ranks() gives
   // them under mpirun (passed in, not read from MPI here: a test can run
   // rank 1's inputs alone). Rank 0 of 1: no checkpoints, inputs unsalted
-  // (Note [Ranks], Note [Rank failures] in runtime/ranks.h).
+  // (Note [Ranks], Note [Rank failures] in runtime/mpi/ranks.h).
   RankInfo ranks;
   double time_scale = 1;        // each op's kernel lasts op_us x time_scale
   bool check_integrity = true;  // run the reference and compare
-  // Real data (the ATen kernels, runtime/aten_run.h). init_host, when set,
+  // Real data (the ATen kernels, runtime/aten/aten_run.h). init_host, when set,
   // fills the host copy of every tensor that exists at the start instead of
   // the synthetic init_word pattern; final_value, when set, receives every
   // persistent tensor's latest bytes after the last iteration (from its
@@ -129,7 +129,7 @@ struct RunOptions {
   // When set, called after each timed iteration (0-based) with its wall time:
   // a progress line.
   std::function<void(int iteration, double wall_us)> on_iteration;
-  // A training loop (runtime/aten_session.h). When set, called before each
+  // A training loop (runtime/aten/aten_session.h). When set, called before each
   // timed iteration (0-based); false ends the run there (`iterations` is then
   // an upper bound). Every input tensor gets init_host again before each
   // iteration, not only those an op updates: the batch it is to train on. An
@@ -138,7 +138,7 @@ struct RunOptions {
   // What else every rank must agree on, as "key: value" items separated by
   // "; " (e.g. "kernels: synthetic"), compared at the checkpoint before the
   // run with the graph, the plan and the options above (Note [Rank failures]
-  // in runtime/ranks.h).
+  // in runtime/mpi/ranks.h).
   std::string agree;
 };
 

@@ -30,7 +30,8 @@ MathRates measure_host_matmul(int n, int repeats);
 
 // cuBLAS on CUDA device `device`; cuBLAS is loaded at run time (dlopen), so
 // the binary does not depend on it. Throws sa::Error without the CUDA
-// backend, a device or cuBLAS (runtime/cuda_gemm.cpp, cuda_stub.cpp).
+// backend, a device or cuBLAS (runtime/cuda/cuda_gemm.cpp,
+// runtime/cuda/cuda_stub.cpp).
 MathRates measure_cuda_matmul(int device, int n, int repeats);
 
 }  // namespace sa::runtime

@@ -1,6 +1,6 @@
 #include "runtime/reference.h"
 
-#include "runtime/ranks.h"
+#include "runtime/mpi/ranks.h"
 #include "runtime/synthetic_collective.h"
 #include "runtime/synthetic_op.h"
 #include "util/error.h"
@@ -21,7 +21,7 @@ struct CompactMem {
   }
 };
 
-// Inputs differ by rank (Note [Ranks] in runtime/ranks.h).
+// Inputs differ by rank (Note [Ranks] in runtime/mpi/ranks.h).
 void init_tensor(const Graph& g, TensorId t, int rank, std::vector<uint64_t>& w) {
   const int64_t bytes = g.tensors[t].bytes;
   const uint64_t salt = runtime::init_salt(g.tensors[t].kind, rank);

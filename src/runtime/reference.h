@@ -53,7 +53,7 @@ struct Reference {
 };
 
 // REQUIRES: validate_graph(g) passed; g outlives the result.
-// rank: whose inputs (Note [Ranks] in runtime/ranks.h: salted by rank).
+// rank: whose inputs (Note [Ranks] in runtime/mpi/ranks.h: salted by rank).
 Reference run_reference(const Graph& g, int iterations, int rank = 0);
 
 // Inputs that some op updates: a run restores them at the start of every

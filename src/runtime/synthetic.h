@@ -124,7 +124,7 @@ SA_HD uint64_t init_word(int32_t tensor, int64_t i) {
              static_cast<uint64_t>(i) * 0xd1b54a32d192ed03ULL);
 }
 
-// What a collective op's kernel does with its updates (runtime/ranks.h):
+// What a collective op's kernel does with its updates (runtime/mpi/ranks.h):
 // sum them over the ranks (all-reduce), sum only this rank's block of them
 // (reduce-scatter: the other blocks keep this rank's own words, as the
 // shard it does not own is not read by its optimizer), or give every rank

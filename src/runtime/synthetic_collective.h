@@ -1,5 +1,5 @@
 #pragma once
-// A collective op's synthetic kernel (Note [Ranks] in runtime/ranks.h), on
+// A collective op's synthetic kernel (Note [Ranks] in runtime/mpi/ranks.h), on
 // the host: the samples of its updates, gathered into one buffer, go through
 // one collective (exchange(kind, words): runtime::exchange_words, one MPI
 // call) and come back; each update's checksum slot gets the

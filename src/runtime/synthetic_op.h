@@ -10,7 +10,7 @@
 //   };
 //
 // The CUDA backend computes the same function in parallel
-// (runtime/cuda_kernels.cu); the digest and checksums are sums mod 2^64, so
+// (runtime/cuda/cuda_kernels.cu); the digest and checksums are sums mod 2^64, so
 // the order of the terms does not matter.
 
 #include <cstdint>
@@ -108,7 +108,7 @@ inline uint64_t checksum_buffer(const std::byte* p, int64_t bytes) {
 }
 
 // Writes the initial value of tensor t (init_word, plus salt: a rank's
-// inputs, runtime/ranks.h) into the samples of a buffer of `bytes` bytes at p.
+// inputs, runtime/mpi/ranks.h) into the samples of a buffer of `bytes` bytes at p.
 inline void init_buffer(std::byte* p, int64_t bytes, int32_t t, uint64_t salt = 0) {
   const int64_t n = num_samples(bytes);
   for (int64_t i = 0; i < n; ++i) {

@@ -19,10 +19,10 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/graph_io.h"
-#include "runtime/aten_allowlist.h"
-#include "runtime/aten_kernels.h"
-#include "runtime/aten_program.h"
-#include "runtime/values_file.h"
+#include "runtime/aten/aten_allowlist.h"
+#include "runtime/aten/aten_kernels.h"
+#include "runtime/aten/aten_program.h"
+#include "runtime/aten/values_file.h"
 #include "test_util.h"
 #include "util/file_io.h"
 

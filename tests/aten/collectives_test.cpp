@@ -1,5 +1,5 @@
 // The ATen kernels' all-reduce (Note [ATen data parallelism] in
-// runtime/aten_kernels.h) on the committed capture of tiny_mlp: the exec file
+// runtime/aten/aten_kernels.h) on the committed capture of tiny_mlp: the exec file
 // of a data-parallel graph (with_collectives) and, with libtorch, the
 // all-reduce op handing each gradient to the exchange and keeping what comes
 // back. The exchange between real ranks is bench/torch-equivalence --ranks 2
@@ -16,9 +16,9 @@
 #include "cost/device.h"
 #include "graph/graph_io.h"
 #include "plan/data_parallel.h"
-#include "runtime/aten_kernels.h"
-#include "runtime/aten_program.h"
-#include "runtime/values_file.h"
+#include "runtime/aten/aten_kernels.h"
+#include "runtime/aten/aten_program.h"
+#include "runtime/aten/values_file.h"
 #include "test_util.h"
 
 namespace sa::runtime {

@@ -15,9 +15,9 @@
 #include <gtest/gtest.h>
 
 #include "graph/graph_io.h"
-#include "runtime/aten_kernels.h"
-#include "runtime/aten_program.h"
-#include "runtime/values_file.h"
+#include "runtime/aten/aten_kernels.h"
+#include "runtime/aten/aten_program.h"
+#include "runtime/aten/values_file.h"
 #include "test_util.h"
 #include "util/error.h"
 

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/aten_kernels.h"
+#include "runtime/aten/aten_kernels.h"
 #include "test_util.h"
 #include "util/file_io.h"
 #include "util/units.h"

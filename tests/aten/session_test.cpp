@@ -1,4 +1,4 @@
-// AtenSession (Note [Training session] in runtime/aten_session.h): a run
+// AtenSession (Note [Training session] in runtime/aten/aten_session.h): a run
 // kept going between steps, each on the batch it is given, trains as
 // run_plan_aten does with that batch at every iteration.
 
@@ -15,11 +15,11 @@
 #include "graph/stats.h"
 #include "methods/methods.h"
 #include "plan/verify.h"
-#include "runtime/aten_kernels.h"
-#include "runtime/aten_program.h"
-#include "runtime/aten_run.h"
-#include "runtime/aten_session.h"
-#include "runtime/values_file.h"
+#include "runtime/aten/aten_kernels.h"
+#include "runtime/aten/aten_program.h"
+#include "runtime/aten/aten_run.h"
+#include "runtime/aten/aten_session.h"
+#include "runtime/aten/values_file.h"
 #include "test_util.h"
 #include "util/error.h"
 

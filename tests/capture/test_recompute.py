@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Random ops under recomputation (issue 13; Note [ATen recompute] in
-src/runtime/aten_kernels.h), run by CTest:
+src/runtime/aten/aten_kernels.h), run by CTest:
 
     test_recompute.py --case random-marks --cli build/swapadvisor
     test_recompute.py --case dropout-recompute --cli build/swapadvisor

@@ -6,7 +6,7 @@
 
 #include "plan/verify.h"
 #include "runtime/executor.h"
-#include "runtime/host_backend.h"
+#include "runtime/host/host_backend.h"
 #include "runtime_test_util.h"
 
 namespace sa::runtime {

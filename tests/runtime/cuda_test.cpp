@@ -10,14 +10,14 @@
 #include "plan/problem.h"
 #include "random_graph.h"
 #include "runtime/bandwidth.h"
-#include "runtime/cuda_backend.h"
+#include "runtime/cuda/cuda_backend.h"
 #if SA_TEST_CUDA_RUNTIME
 #include <cuda_runtime_api.h>
 
-#include "runtime/cuda_kernels.h"
+#include "runtime/cuda/cuda_kernels.h"
 #endif
 #include "runtime/executor.h"
-#include "runtime/host_backend.h"
+#include "runtime/host/host_backend.h"
 #include "runtime/synthetic_op.h"
 #include "util/error.h"
 

@@ -8,7 +8,7 @@
 #include "plan/simulator.h"
 #include "plan/verify.h"
 #include "runtime/executor.h"
-#include "runtime/host_backend.h"
+#include "runtime/host/host_backend.h"
 #include "runtime/synthetic_op.h"
 #include "runtime_test_util.h"
 #include "zoo/zoo.h"

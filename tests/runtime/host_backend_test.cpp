@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "runtime/bandwidth.h"
-#include "runtime/host_backend.h"
+#include "runtime/host/host_backend.h"
 #include "runtime/synthetic_op.h"
 #include "runtime_test_util.h"
 

@@ -1,5 +1,5 @@
 // `mpirun -np 2 swapadvisor run` with one rank failing (Note [Rank failures]
-// in src/runtime/ranks.h): every rank must be gone soon after, mpirun's exit
+// in src/runtime/mpi/ranks.h): every rank must be gone soon after, mpirun's exit
 // status non-zero, and the failing rank's message printed once. Each test
 // starts mpirun itself (an MPMD command line: each rank its own arguments)
 // under `timeout 30`, so that a hang fails the test (exit status 124)

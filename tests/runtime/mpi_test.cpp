@@ -1,4 +1,4 @@
-// The data-parallel runtime on MPI (Note [Ranks] in runtime/ranks.h). Run
+// The data-parallel runtime on MPI (Note [Ranks] in runtime/mpi/ranks.h). Run
 // by CTest under `mpirun -np 2` (tests/runtime/CMakeLists.txt): every rank
 // runs these tests, and they talk to each other.
 
@@ -13,8 +13,8 @@
 #include "plan/problem.h"
 #include "plan/verify.h"
 #include "runtime/executor.h"
-#include "runtime/host_backend.h"
-#include "runtime/ranks.h"
+#include "runtime/host/host_backend.h"
+#include "runtime/mpi/ranks.h"
 #include "runtime/synthetic_collective.h"
 #include "runtime/synthetic_op.h"
 #include "zoo/zoo.h"

@@ -1,4 +1,4 @@
-// The placing allocators' bookkeeping (runtime/placement_slots.h), shared by
+// The placing allocators' bookkeeping (runtime/aten/placement_slots.h), shared by
 // the ATen kernels on the CPU and on CUDA.
 
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/placement_slots.h"
+#include "runtime/aten/placement_slots.h"
 
 namespace sa::runtime {
 namespace {

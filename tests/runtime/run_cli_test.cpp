@@ -12,7 +12,7 @@
 #include "plan/plan_io.h"
 #include "plan/problem.h"
 #include "random_graph.h"
-#include "runtime/cuda_backend.h"
+#include "runtime/cuda/cuda_backend.h"
 #include "runtime_test_util.h"
 
 namespace sa::runtime {

@@ -31,7 +31,7 @@
 #include "plan/verify.h"
 #include "random_graph.h"
 #include "runtime/executor.h"
-#include "runtime/host_backend.h"
+#include "runtime/host/host_backend.h"
 #include "runtime_test_util.h"
 #include "search/ga.h"
 #include "util/error.h"
