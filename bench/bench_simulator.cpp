@@ -27,6 +27,7 @@
 #include "graph/stats.h"
 #include "graph/validate.h"
 #include "plan/allocation.h"
+#include "plan/planner.h"
 #include "plan/problem.h"
 #include "plan/simulator.h"
 #include "plan/swap_planner.h"
@@ -223,18 +224,19 @@ void BM_Plan(benchmark::State& state) {
 }
 BENCHMARK(BM_Plan)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
-// One evaluation as the search does it: plan (copies in deadline order,
-// which simulates the plan): arg 0 the size-class pool, 1 the arena.
+// One evaluation as the search does it: the stages of Note [Planning
+// stages] (the walk; the copies in deadline order, which simulates the
+// plan): arg 0 the size-class pool, 1 the arena.
 void BM_Evaluate(benchmark::State& state) {
   const Fixture& f = fixture();
-  SwapPlanner planner(f.g, f.sizes, f.op_us, f.device);
+  Planner planner(*f.problem);
   Plan p;
+  SimResult sim;
   double t = 0;
   for (auto _ : state) {
-    const PlanResult r = state.range(0) == 0
-                             ? planner.plan(f.order, f.alloc, f.budget, {}, &p)
-                             : planner.plan_arena(f.order, f.budget, f.budget, {}, &p);
-    t = r.simulation ? r.simulation->iteration_us : 0;
+    const PlanResult r =
+        planner.plan(f.order, state.range(0) == 0 ? &f.alloc : nullptr, {}, &p, &sim);
+    t = r.ok ? sim.iteration_us : 0;
     benchmark::DoNotOptimize(t);
   }
   state.SetItemsProcessed(state.iterations());

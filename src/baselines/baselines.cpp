@@ -6,7 +6,7 @@
 #include "baselines/dtr.h"
 #include "baselines/run_planner.h"
 #include "baselines/saved_activations.h"
-#include "plan/swap_planner.h"
+#include "plan/planner.h"
 #include "util/error.h"
 #include "util/units.h"
 
@@ -67,7 +67,7 @@ BaselinePlan plan_baseline(std::string_view name, const Problem& pb, Allocator a
   if (name == "dtr") return plan_dtr(pb, allocator);
   const Graph& g = pb.graph;
   const auto order = program_order(g.num_ops());
-  SwapPlanner planner(g, pb.sizes, pb.op_us, pb.device);
+  Planner planner(pb);
   PlannerOptions opt;
 
   if (name == "odswap") {

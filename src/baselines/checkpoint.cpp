@@ -9,8 +9,8 @@
 #include "baselines/run_planner.h"
 #include "baselines/saved_activations.h"
 #include "plan/packing.h"
+#include "plan/planner.h"
 #include "plan/simulator.h"
-#include "plan/swap_planner.h"
 #include "util/error.h"
 #include "util/units.h"
 
@@ -90,7 +90,7 @@ void check_segments(int segments) {
 
 // Plans the drops with room for what they keep (in the arena, packed by
 // `packing`).
-Plan plan_drops(SwapPlanner& planner, const Problem& pb, std::span<const OpId> order,
+Plan plan_drops(Planner& planner, const Problem& pb, std::span<const OpId> order,
                 Allocator allocator, std::span<const SavedActivation> drops,
                 const std::vector<uint8_t>& forward_ops, PackPolicy packing) {
   Directives d;
@@ -142,7 +142,7 @@ CheckpointPlan choose(const Problem& pb, Allocator allocator, int lo, int hi) {
     return c;
   }
   const auto order = program_order(g.num_ops());
-  SwapPlanner planner(g, pb.sizes, pb.op_us, pb.device);
+  Planner planner(pb);
   Simulator sim;
   const Saved saved = find_saved(g, order);
   const std::vector<uint8_t> fwd = forward_ops(g);
@@ -164,7 +164,7 @@ CheckpointPlan choose(const Problem& pb, Allocator allocator, int lo, int hi) {
     // budget and the most bytes alive at once are not.
     Plan p = plan_drops(planner, pb, order, allocator, drops, fwd, PackPolicy::kSweepBestFit);
     if (allocator == Allocator::kArena && p.arena_bytes() > pb.budget) {
-      if (!needs(k, max_live_bytes(planner.last_packing()), false)) continue;
+      if (!needs(k, max_live_bytes(planner.walk().last_packing()), false)) continue;
       p = plan_drops(planner, pb, order, allocator, drops, fwd, PackPolicy::kGreedyBySize);
     }
     if (!needs(k, p.arena_bytes(), true)) continue;

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "baselines/run_planner.h"
-#include "plan/swap_planner.h"
+#include "plan/planner.h"
 #include "util/units.h"
 
 namespace sa {
@@ -12,7 +12,7 @@ BaselinePlan plan_dtr(const Problem& pb, Allocator allocator) {
   BaselinePlan r;
   const Graph& g = pb.graph;
   const auto order = program_order(g.num_ops());
-  SwapPlanner planner(g, pb.sizes, pb.op_us, pb.device);
+  Planner planner(pb);
   // Every op may be asked to run again; the planner keeps to those that may
   // (may_recompute, and the conditions of Note [Recomputation]).
   const std::vector<uint8_t> any(g.num_ops(), 1);

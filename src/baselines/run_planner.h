@@ -1,5 +1,5 @@
 #pragma once
-// How the baselines drive the swap planner (plan/swap_planner.h) with either
+// How the baselines drive the planner (plan/planner.h) with either
 // allocator: planned offsets (Allocator::kArena) or the paper's size-class
 // pool (Allocator::kSizeClass). Shared by the baselines' files.
 
@@ -7,21 +7,21 @@
 #include <string_view>
 
 #include "plan/plan.h"
+#include "plan/planner.h"
 #include "plan/problem.h"
-#include "plan/swap_planner.h"
 
 namespace sa {
 
 // On demand: the planner's eviction policy makes room within the budget (in
 // the arena the budget is the capacity; with size classes, the default
 // allocation's pool). Not ok, with why, when the plan cannot fit.
-PlanResult plan_within_budget(SwapPlanner& planner, const Problem& pb, std::span<const OpId> order,
+PlanResult plan_within_budget(Planner& planner, const Problem& pb, std::span<const OpId> order,
                               Allocator allocator, const PlannerOptions& opt, Plan* out);
 
 // By rules (unbounded directives): room for whatever they keep, which the
 // plan's arena_bytes() says (it may exceed the budget). `method` names the
 // baseline in the internal error raised if the planner fails anyway.
-void plan_unbounded(SwapPlanner& planner, const Problem& pb, std::span<const OpId> order,
+void plan_unbounded(Planner& planner, const Problem& pb, std::span<const OpId> order,
                     Allocator allocator, const PlannerOptions& opt, const Directives& d,
                     std::string_view method, Plan* out);
 

@@ -225,4 +225,99 @@ bool order_copies_by_deadline(const Graph& g, const Plan& p, std::span<const int
   return true;
 }
 
+namespace {
+
+// The writer's order within one key (Note [Swap planning]): the compute
+// steps (a recompute before the op it serves), then the releases (swap-outs
+// and drops), then the swap-ins.
+int rank_of(StepKind k) {
+  switch (k) {
+    case StepKind::kCompute:
+    case StepKind::kRecompute:
+      return 0;
+    case StepKind::kSwapOut:
+    case StepKind::kDrop:
+      return 1;
+    case StepKind::kSwapIn:
+      return 2;
+  }
+  return 0;
+}
+
+// *p with its steps in the order `order` (order[k]: the step that goes
+// k-th), every wait renumbered and the recompute steps' objects laid out
+// again in the new order.
+void reorder_steps(std::span<const StepId> order, Plan* p) {
+  const int n = p->num_steps();
+  std::vector<StepId> new_id(n);
+  for (int k = 0; k < n; ++k)
+    new_id[order[k]] = k;
+  std::vector<Step> steps(n);
+  std::vector<StepId> waits;
+  std::vector<ObjectId> objects;
+  waits.reserve(p->waits.size());
+  objects.reserve(p->recompute_objects.size());
+  for (StepId id = 0; id < n; ++id) {
+    const Step& old = p->steps[order[id]];
+    Step& st = steps[id];
+    st = old;
+    if (old.kind == StepKind::kRecompute) {
+      st.obj_begin = static_cast<int32_t>(objects.size());
+      objects.insert(objects.end(), p->recompute_objects.begin() + old.obj_begin,
+                     p->recompute_objects.begin() + old.obj_end);
+      st.obj_end = static_cast<int32_t>(objects.size());
+    }
+    st.wait_begin = static_cast<int32_t>(waits.size());
+    for (StepId w : p->waits_of(order[id])) {
+      const StepId target = new_id[w];
+      SA_CHECK(target < id, "step {} ({}) waits for later step {} ({}) in the copy order", id,
+               to_string(old.kind), target, to_string(p->steps[w].kind));
+      waits.push_back(target);
+    }
+    st.wait_end = static_cast<int32_t>(waits.size());
+  }
+  p->steps = std::move(steps);
+  p->waits = std::move(waits);
+  p->recompute_objects = std::move(objects);
+}
+
+}  // namespace
+
+bool put_copies_in_deadline_order(const Graph& g, std::span<const StepKey> keys,
+                                  std::span<const double> op_us, const DeviceProfile& d,
+                                  Simulator& sim, Plan* p, SimResult* picked) {
+  const int n = p->num_steps();
+  SA_CHECK(static_cast<int>(keys.size()) == n, "{} keys for {} steps", keys.size(), n);
+  std::vector<int32_t> key(n), made(n);
+  for (StepId s = 0; s < n; ++s) {
+    key[s] = keys[s].key;
+    made[s] = keys[s].made;
+  }
+  CopyOrder co;
+  if (!order_copies_by_deadline(g, *p, key, op_us, d, sim, &co)) return false;
+  // Each stream's copies take its copies' places (in the order the walk
+  // made them) in the order they were picked, with the keys they were
+  // picked at.
+  for (int i = 0; i < 2; ++i) {
+    std::vector<int32_t> places;
+    for (StepId s : co.steps[i])
+      places.push_back(keys[s].made);
+    std::sort(places.begin(), places.end());
+    for (size_t at = 0; at < co.steps[i].size(); ++at) {
+      key[co.steps[i][at]] = co.keys[i][at];
+      made[co.steps[i][at]] = places[at];
+    }
+  }
+  std::vector<StepId> order(n);
+  for (StepId s = 0; s < n; ++s)
+    order[s] = s;
+  std::sort(order.begin(), order.end(), [&](StepId a, StepId b) {
+    return std::tuple(key[a], rank_of(p->steps[a].kind), made[a]) <
+           std::tuple(key[b], rank_of(p->steps[b].kind), made[b]);
+  });
+  reorder_steps(order, p);
+  *picked = std::move(co.sim);
+  return true;
+}
+
 }  // namespace sa

@@ -60,4 +60,24 @@ bool order_copies_by_deadline(const Graph& g, const Plan& p, std::span<const int
                               std::span<const double> op_us, const DeviceProfile& d, Simulator& sim,
                               CopyOrder* out);
 
+// Where a step of a plan written in release order stands (Note [Copy
+// order]): the position of its release (key), and the order in which the
+// walk made it (made: distinct per step), which breaks ties as the walk's
+// writer does.
+struct StepKey {
+  int32_t key = 0;
+  int32_t made = 0;
+};
+
+// The copy-order stage (Note [Planning stages] in plan/planner.h): puts the
+// copies of *p, a plan in release order whose step s stands at keys[s], in
+// the order order_copies_by_deadline() chooses, and writes the plan again
+// with its steps sorted on (key, kind, made), each copy taking the key it
+// was picked at and the place of the copy it replaces; *picked gets the
+// simulation that chose the order, which is what Simulator::run gives for
+// the new *p. Returns false, leaving both alone, when that declines.
+bool put_copies_in_deadline_order(const Graph& g, std::span<const StepKey> keys,
+                                  std::span<const double> op_us, const DeviceProfile& d,
+                                  Simulator& sim, Plan* p, SimResult* picked);
+
 }  // namespace sa

@@ -15,6 +15,10 @@ std::span<const PackItem> SwapPlanner::last_packing() const {
   return pass_->pack_items();
 }
 
+std::span<const StepKey> SwapPlanner::last_keys() const {
+  return pass_->keys();
+}
+
 template <class F>
 PlanResult SwapPlanner::with_repairs(const PlannerOptions& options, F&& once) {
   if (!options.recompute) return once(options);
@@ -93,7 +97,7 @@ PlanResult SwapPlanner::plan_once(std::span<const OpId> order, const Allocation&
       cnt = pass_->peak_in_use;
     }
     auto resident = pass_->run_passes(cnt);
-    pass_->emit(cnt, budget, std::move(resident), out, &r);
+    pass_->emit(cnt, budget, std::move(resident), out);
   } catch (const NoMemoryToRecompute& e) {
     r.why = no_memory_to_recompute(pass_->graph(), e.op, e.position);
     r.not_recomputed = {e.op};
@@ -120,7 +124,7 @@ PlanResult SwapPlanner::plan_arena_once(std::span<const OpId> order, int64_t cap
       pass_->set_capacity(cap);
       auto resident = pass_->run_passes({});
       const int64_t peak = pass_->objects_from_placements();
-      pass_->emit({}, budget, std::move(resident), out, &r);
+      pass_->emit({}, budget, std::move(resident), out);
       r.ok = true;
       r.capacity = cap;
       r.arena_bytes = peak;
@@ -153,7 +157,7 @@ PlanResult SwapPlanner::plan_arena_once(std::span<const OpId> order, int64_t cap
     const int64_t peak = pass_->pack();
     if (unbounded || peak <= budget) {
       pass_->add_reuse_waits();
-      pass_->emit({}, budget, std::move(resident), out, &r);
+      pass_->emit({}, budget, std::move(resident), out);
       r.ok = true;
       r.capacity = cap;
       r.arena_bytes = peak;

@@ -1,7 +1,8 @@
 #pragma once
 // The swap planner: given an op order and a size-class allocation or a byte
 // capacity, decides every swap (and, in the arena, every offset) and emits a
-// Plan (plan/plan.h).
+// Plan (plan/plan.h) in release order: the walk, the first of the stages of
+// Note [Planning stages] (plan/planner.h, whose Planner runs them all).
 //
 // Note [Swap planning]
 // --------------------
@@ -180,9 +181,9 @@
 #include "cost/device.h"
 #include "graph/graph.h"
 #include "plan/allocation.h"
+#include "plan/copy_order.h"
 #include "plan/packing.h"
 #include "plan/plan.h"
-#include "plan/simulator.h"
 
 namespace sa {
 
@@ -203,8 +204,9 @@ struct PlannerOptions {
   // the order) is at least threshold x the copy time its eviction enables.
   double eviction_threshold = 1.0;
   // Order the copy streams by need (Note [Copy order]) instead of by
-  // release position. Ignored with directives: the rule-based baselines
-  // keep their rules' order.
+  // release position: the copy-order stage that Planner runs after the walk
+  // (Note [Planning stages]). Ignored with directives: the rule-based
+  // baselines keep their rules' order.
   bool deadline_copy_order = true;
   // Arena: walks with a lowered capacity when the packing exceeds the budget
   // (Note [Arena planning]).
@@ -248,11 +250,7 @@ struct Directives {
 // What plan() and plan_arena() say besides the plan.
 struct PlanResult {
   bool ok = false;
-  std::string why;  // when !ok
-  // When the copies were put in deadline order (Note [Copy order]): the
-  // simulation that chose that order, which is what Simulator::run gives for
-  // the plan (without a timeline), so a caller need not simulate it again.
-  std::optional<SimResult> simulation;
+  std::string why;          // when !ok
   int64_t capacity = 0;     // arena: the byte capacity the walk used (after repairs)
   int64_t arena_bytes = 0;  // the plan's arena_bytes(): the pool's, or the packing's peak
   // Note [Recompute repair]: the ops whose recomputes found no memory (or
@@ -290,6 +288,9 @@ class SwapPlanner {
   // The items the last plan_arena() packed (its plan's objects), for
   // measuring packings (bench/bench_packing.cpp).
   std::span<const PackItem> last_packing() const;
+  // Where each step of the last plan stands (its release key, and the order
+  // the walk made it in), for the copy-order stage (copy_order.h).
+  std::span<const StepKey> last_keys() const;
 
   // Note [Recompute repair]: how often a plan is made again without the
   // recompute of an op that found no memory.

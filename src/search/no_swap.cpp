@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "graph/stats.h"
-#include "plan/swap_planner.h"
+#include "plan/planner.h"
 #include "search/schedule.h"
 #include "util/error.h"
 
@@ -77,7 +77,7 @@ NoSwapFloor no_swap_floor(const Problem& pb) {
   const Graph& g = pb.graph;
   NoSwapFloor best;
   best.program_live = peak_live_bytes(g);
-  SwapPlanner planner(g, pb.sizes, pb.op_us, pb.device);
+  Planner planner(pb);
   PlannerOptions o;
   o.layout = ArenaLayout::kPacked;
   o.deadline_copy_order = false;
@@ -89,11 +89,11 @@ NoSwapFloor no_swap_floor(const Problem& pb) {
       {"memory-greedy", memory_greedy_order(g, pb.dataflow)}};
   Plan plan;
   for (const auto& [name, order] : orders) {
-    const PlanResult r = planner.plan_arena(order, pb.budget, pb.budget, o, &plan, &keep);
+    const PlanResult r = planner.plan(order, nullptr, o, &plan, nullptr, &keep);
     SA_CHECK(r.ok, "the {} order without swaps: {}", name, r.why);
     if (!best.order.empty() && r.arena_bytes >= best.bytes) continue;
     best.bytes = r.arena_bytes;
-    best.live_bytes = max_live_bytes(planner.last_packing());
+    best.live_bytes = max_live_bytes(planner.walk().last_packing());
     best.order_name = name;
     best.order = order;
   }

@@ -183,8 +183,10 @@ class SwapPlanner::Pass {
   int64_t pack();
   // Arena: the waits for the memory each tenancy reuses, once packed.
   void add_reuse_waits();
+  // Writes the plan in release order (Note [Planning stages]), and keys().
   void emit(std::span<const int32_t> cnt, int64_t budget, std::vector<ResidentTensor> resident,
-            Plan* out, PlanResult* result);
+            Plan* out);
+  std::span<const StepKey> keys() const { return keys_; }
 
   std::vector<int32_t> peak_in_use;  // per class, over every pass since run_passes began
   int num_ops() const { return m_; }
@@ -211,8 +213,6 @@ class SwapPlanner::Pass {
   void write_plan(std::span<const int32_t> visit, std::span<const int32_t> cnt, int64_t budget,
                   const std::vector<ResidentTensor>& resident, Plan* out,
                   std::vector<StepId>* old_of);
-  bool order_copies(const Plan& p, std::span<const StepId> old_of, std::vector<int32_t>* visit,
-                    PlanResult* result);
   void place_op(int i);
   void after_op(int i, StepId compute);
   void fetch(ItemId x, int i);
@@ -333,7 +333,7 @@ class SwapPlanner::Pass {
   std::vector<ObjectId> access_objects_;
   std::vector<ResidentTensor> resident_at_end_;
   StepId last_compute_ = -1;
-  Simulator sim_;  // for the deadline order
+  std::vector<StepKey> keys_;  // per step of the plan emit() wrote
 
   // Per pass, arena: the tenancies (the objects of the walk), free bytes by
   // release key (free_at_[key + 1]), the keys holding any, the total.

@@ -129,30 +129,6 @@ std::vector<int32_t> SwapPlanner::Pass::by_key(std::span<const int32_t> visit) c
   return sorted;
 }
 
-// Puts the copies of the plan p, written from `*visit`, into *visit in the
-// order order_copies_by_deadline() chooses, with their new keys. Leaves
-// everything as it is (and returns false) when that declines.
-bool SwapPlanner::Pass::order_copies(const Plan& p, std::span<const StepId> old_of,
-                                     std::vector<int32_t>* visit, PlanResult* result) {
-  std::vector<int32_t> key(p.num_steps());
-  for (StepId s = 0; s < p.num_steps(); ++s)
-    key[s] = steps_[old_of[s]].key_pos;
-  CopyOrder co;
-  if (!order_copies_by_deadline(g_, p, key, op_us_, device_, sim_, &co)) return false;
-  // The copies take their stream's slots of *visit in the picked order.
-  size_t next[2] = {0, 0};
-  for (int32_t& k : *visit) {
-    const StepKind kind = steps_[k].kind;
-    if (kind != StepKind::kSwapIn && kind != StepKind::kSwapOut) continue;
-    const int i = kind == StepKind::kSwapIn ? 0 : 1;
-    const size_t at = next[i]++;
-    k = old_of[co.steps[i][at]];
-    steps_[k].key_pos = co.keys[i][at];
-  }
-  result->simulation = std::move(co.sim);
-  return true;
-}
-
 // Writes the steps into *out sorted on (key_pos, rank), stably in the order
 // of `visit`; *old_of[k] is the step that went k-th.
 void SwapPlanner::Pass::write_plan(std::span<const int32_t> visit, std::span<const int32_t> cnt,
@@ -219,18 +195,18 @@ void SwapPlanner::Pass::write_plan(std::span<const int32_t> visit, std::span<con
 }
 
 void SwapPlanner::Pass::emit(std::span<const int32_t> cnt, int64_t budget,
-                             std::vector<ResidentTensor> resident, Plan* out, PlanResult* result) {
+                             std::vector<ResidentTensor> resident, Plan* out) {
   const int num_steps = static_cast<int>(steps_.size());
   std::vector<int32_t> visit(num_steps);
   for (int k = 0; k < num_steps; ++k)
     visit[k] = k;
   std::vector<StepId> old_of;
-  result->simulation.reset();
   write_plan(visit, cnt, budget, resident, out, &old_of);
-  // In deadline order, the plan just written (release order) is simulated
-  // to choose the order of its copies, then written again.
-  if (opt_.deadline_copy_order && dir_ == nullptr && order_copies(*out, old_of, &visit, result))
-    write_plan(visit, cnt, budget, resident, out, &old_of);
+  // For the copy-order stage (Note [Planning stages]): where each step
+  // stands, and the order the walk made it in.
+  keys_.resize(num_steps);
+  for (StepId s = 0; s < num_steps; ++s)
+    keys_[s] = {steps_[old_of[s]].key_pos, old_of[s]};
 }
 
 }  // namespace sa

@@ -24,6 +24,7 @@
 #include "cost/op_cost.h"
 #include "graph/stats.h"
 #include "plan/allocation.h"
+#include "plan/planner.h"
 #include "search/alloc_ops.h"
 #include "search/rng.h"
 #include "search/schedule.h"
@@ -82,12 +83,12 @@ struct Context {
 struct Worker {
   explicit Worker(const Context& c)
       : ctx(c),
-        planner(c.pb.graph, c.pb.sizes, c.pb.op_us, c.pb.device),
+        planner(c.pb),
         sched(c.pb.dataflow),
         alloc_ops(c.pb.graph, c.pb.sizes, c.pb.budget, c.size_cap) {}
 
-  PlanResult plan_candidate(const Candidate& x, Plan* out) {
-    const Problem& pb = ctx.pb;
+  // Plans x (Note [Planning stages]); *sim, when given, gets its simulation.
+  PlanResult plan_candidate(const Candidate& x, Plan* out, SimResult* sim = nullptr) {
     PlannerOptions o = ctx.opt.planner;
     if (x.recomputes && !x.recompute.empty()) o.recompute = &x.recompute;
     if (x.dtr && o.recompute) o.eviction = EvictionPolicy::kDtr;  // (packs in the arena)
@@ -95,9 +96,9 @@ struct Worker {
     if (ctx.arena() && x.layout != Layout::kSlots) {
       o.layout = x.layout == Layout::kPacked ? ArenaLayout::kPacked : ArenaLayout::kPlaced;
       o.max_repairs = std::min(o.max_repairs, kPackedRepairs);
-      return planner.plan_arena(x.order, pb.budget, pb.budget, o, out);
+      return planner.plan(x.order, nullptr, o, out, sim);
     }
-    PlanResult r = planner.plan(x.order, x.alloc, pb.budget, o, out);
+    PlanResult r = planner.plan(x.order, &x.alloc, o, out, sim);
     if (r.ok && ctx.arena()) offsets_from_classes(out);
     return r;
   }
@@ -110,14 +111,8 @@ struct Worker {
     const auto t0 = Clock::now();
     PlanResult local;
     PlanResult& r = planned ? *planned : local;
-    r = plan_candidate(x, &plan);
-    double t = kInf;
-    if (r.ok && r.simulation) {
-      t = r.simulation->ok ? r.simulation->iteration_us : kInf;
-    } else if (r.ok) {
-      const SimResult sr = sim.run(ctx.pb.graph, plan, ctx.pb.op_us, ctx.pb.device);
-      t = sr.ok ? sr.iteration_us : kInf;
-    }
+    r = plan_candidate(x, &plan, &simulated);
+    const double t = r.ok && simulated.ok ? simulated.iteration_us : kInf;
     if (t < best_us) {
       best_us = t;
       best_plan = plan;
@@ -130,8 +125,9 @@ struct Worker {
   }
 
   const Context& ctx;
-  SwapPlanner planner;
-  Simulator sim;
+  Planner planner;
+  SimResult simulated;  // the last evaluation's simulation
+  Simulator sim;        // the best plan's, with its timeline
   Plan plan;
   double best_us = kInf;  // the fastest of this worker's evaluations
   Plan best_plan;         // its plan
