@@ -153,10 +153,10 @@ struct Fixture {
     std::string why;
     if (!default_allocation(g, sizes, order, budget, &alloc, &why))
       throw Error("bench_simulator: the 16 GB budget is too small: " + why);
-    SwapPlanner planner(g, sizes, op_us, device);
-    const PlanResult r = planner.plan(order, alloc, budget, {}, &plan);
-    SA_CHECK(r.ok, "{}", r.why);
     problem = std::make_unique<Problem>(g, device, budget);
+    Planner planner(*problem);  // every stage: the copies in deadline order, as before
+    const PlanResult r = planner.plan(order, &alloc, {}, &plan);
+    SA_CHECK(r.ok, "{}", r.why);
     std::fprintf(
         stderr,
         "%s: %d ops, %d tensors, %d sizes, peak live %.1f GiB, budget %.1f GiB, %d plan steps\n",

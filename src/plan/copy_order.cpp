@@ -246,17 +246,20 @@ int rank_of(StepKind k) {
 
 // *p with its steps in the order `order` (order[k]: the step that goes
 // k-th), every wait renumbered and the recompute steps' objects laid out
-// again in the new order.
+// again in the new order. The search calls this once per evaluation: the
+// buffers are kept per thread rather than allocated each time.
 void reorder_steps(std::span<const StepId> order, Plan* p) {
   const int n = p->num_steps();
-  std::vector<StepId> new_id(n);
+  thread_local std::vector<StepId> new_id;
+  thread_local std::vector<Step> steps;
+  thread_local std::vector<StepId> waits;
+  thread_local std::vector<ObjectId> objects;
+  new_id.resize(n);
   for (int k = 0; k < n; ++k)
     new_id[order[k]] = k;
-  std::vector<Step> steps(n);
-  std::vector<StepId> waits;
-  std::vector<ObjectId> objects;
-  waits.reserve(p->waits.size());
-  objects.reserve(p->recompute_objects.size());
+  steps.resize(n);
+  waits.clear();
+  objects.clear();
   for (StepId id = 0; id < n; ++id) {
     const Step& old = p->steps[order[id]];
     Step& st = steps[id];
@@ -276,9 +279,9 @@ void reorder_steps(std::span<const StepId> order, Plan* p) {
     }
     st.wait_end = static_cast<int32_t>(waits.size());
   }
-  p->steps = std::move(steps);
-  p->waits = std::move(waits);
-  p->recompute_objects = std::move(objects);
+  p->steps.swap(steps);
+  p->waits.swap(waits);
+  p->recompute_objects.swap(objects);
 }
 
 }  // namespace
@@ -308,13 +311,25 @@ bool put_copies_in_deadline_order(const Graph& g, std::span<const StepKey> keys,
       made[co.steps[i][at]] = places[at];
     }
   }
-  std::vector<StepId> order(n);
+  // Sorted on (key, rank, made): a counting sort on (key, rank) of the
+  // steps taken in made order (made is a permutation of the step ids).
+  std::vector<StepId> by_made(n, -1);
+  for (StepId s = 0; s < n; ++s) {
+    SA_CHECK(made[s] >= 0 && made[s] < n && by_made[made[s]] < 0 && key[s] >= -1,
+             "step {}: made {} of {}, key {}", s, made[s], n, key[s]);
+    by_made[made[s]] = s;
+  }
+  const int32_t max_key = n > 0 ? *std::max_element(key.begin(), key.end()) : 0;
+  const int buckets = (max_key + 2) * 3;
+  std::vector<int32_t> begin(buckets + 1, 0);
+  auto bucket_of = [&](StepId s) { return (key[s] + 1) * 3 + rank_of(p->steps[s].kind); };
   for (StepId s = 0; s < n; ++s)
-    order[s] = s;
-  std::sort(order.begin(), order.end(), [&](StepId a, StepId b) {
-    return std::tuple(key[a], rank_of(p->steps[a].kind), made[a]) <
-           std::tuple(key[b], rank_of(p->steps[b].kind), made[b]);
-  });
+    ++begin[bucket_of(s) + 1];
+  for (int b = 0; b < buckets; ++b)
+    begin[b + 1] += begin[b];
+  std::vector<StepId> order(n);
+  for (StepId s : by_made)
+    order[begin[bucket_of(s)]++] = s;
   reorder_steps(order, p);
   *picked = std::move(co.sim);
   return true;
