@@ -97,7 +97,7 @@ MethodOptions method_options(const PlanningArgs& args) {
   o.seed = args.seed;
   if (!args.quiet) o.progress = stderr_search_progress();
   o.planner.deadline_copy_order = args.copy_order == "deadline";
-  o.planner.layout = args.arena_layout == "packed" ? ArenaLayout::kPacked : ArenaLayout::kPlaced;
+  o.planner.layout = args.arena_layout == "packed" ? MemoryLayout::kPacked : MemoryLayout::kPlaced;
   o.allocator = m.allocator;
   o.recompute = !args.no_recompute;
   return m;

@@ -31,7 +31,7 @@ struct PlanningArgs {
   double compute_scale = 1;             // multiplies every op time
   std::string copy_order = "deadline";  // or "release" (PlannerOptions::deadline_copy_order)
   std::string allocator{to_string(kDefaultAllocator)};  // "arena" or "size-class"
-  std::string arena_layout = "placed";                  // or "packed" (ArenaLayout)
+  std::string arena_layout = "placed";                  // or "packed" (MemoryLayout)
   bool no_recompute = false;                            // swap-only plans (Note [Recompute genes])
   int data_parallel = 1;                                // ranks (Note [Data parallelism ...])
   bool shard_optimizer = false;                         // ZeRO-1 across the ranks

@@ -19,9 +19,9 @@ BaselinePlan plan_dtr(const Problem& pb, Allocator allocator) {
   PlannerOptions opt;
   opt.eviction = EvictionPolicy::kDtr;
   opt.recompute = &any;
-  opt.dead_input_depth = kAnyDepth;   // Note [Recompute through dead inputs]
-  opt.layout = ArenaLayout::kPacked;  // DTR counts bytes against its budget
-  opt.deadline_copy_order = false;    // Note [Copy order] is this project's, not the baseline's
+  opt.dead_input_depth = kAnyDepth;    // Note [Recompute through dead inputs]
+  opt.layout = MemoryLayout::kPacked;  // DTR counts bytes against its budget
+  opt.deadline_copy_order = false;     // Note [Copy order] is this project's, not the baseline's
   const PlanResult planned = plan_within_budget(planner, pb, order, allocator, opt, &r.plan);
   if (!planned.ok) {
     r.why = fmt::format(

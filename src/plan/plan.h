@@ -203,7 +203,17 @@ struct Block {
 // The objects of a pool, class by class (Note [Plan semantics]).
 std::vector<Block> pool_layout(const Pool& pool);
 
+// How a planner lays out device memory: the paper's size-class pool, or
+// planned offsets in one arena, placed as the walk goes or packed
+// afterwards (Note [Arena planning] in plan/swap_planner.h). The one name of
+// that choice for the walk, the search and the front ends; a plan records
+// only what the runtime must allocate (allocator_of).
+enum class MemoryLayout : uint8_t { kSizeClass, kPlaced, kPacked };
+
 enum class Allocator : uint8_t { kSizeClass, kArena };
+constexpr Allocator allocator_of(MemoryLayout l) {
+  return l == MemoryLayout::kSizeClass ? Allocator::kSizeClass : Allocator::kArena;
+}
 std::string_view to_string(Allocator a);  // "size-class", "arena"
 std::optional<Allocator> allocator_from_string(std::string_view s);
 // What plan, compare, report, the baselines and the search use unless told.

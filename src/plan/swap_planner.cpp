@@ -116,7 +116,7 @@ PlanResult SwapPlanner::plan_arena_once(std::span<const OpId> order, int64_t cap
   PlanResult r;
   const bool unbounded = directives && directives->unbounded;
   // Placing chooses windows as Belady would: DTR counts bytes (kPacked).
-  if (!unbounded && options.layout == ArenaLayout::kPlaced &&
+  if (!unbounded && options.layout == MemoryLayout::kPlaced &&
       options.eviction != EvictionPolicy::kDtr) {
     const int64_t cap = std::min(capacity, budget);
     if (!pass_->prepare_arena(order, cap, true, options, directives, &r.why)) return r;
@@ -133,7 +133,7 @@ PlanResult SwapPlanner::plan_arena_once(std::span<const OpId> order, int64_t cap
       // Counting bytes and packing afterwards always finds room, if the
       // packing fits.
       PlannerOptions packed = options;
-      packed.layout = ArenaLayout::kPacked;
+      packed.layout = MemoryLayout::kPacked;
       return plan_arena_once(order, capacity, budget, packed, out, directives);
     } catch (const NoMemoryToRecompute& e) {
       r.why = no_memory_to_recompute(pass_->graph(), e.op, e.position);

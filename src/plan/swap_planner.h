@@ -46,7 +46,7 @@
 // tenancy (the item's stay on the device, from its swap-in or the op that
 // creates it to its release) with its own range of the arena. Two layouts:
 //
-// Placed (ArenaLayout::kPlaced, the default): the walk keeps the arena as
+// Placed (MemoryLayout::kPlaced, the default): the walk keeps the arena as
 // ranges, each held by a tenancy or free (remembering its last tenant's
 // release: position and steps), and free runs indexed by size. Before op i,
 // the items it needs that are not on the device get ranges, the largest
@@ -69,7 +69,7 @@
 // Nothing ever exceeds the arena, so no repair is needed; fragmentation
 // shows as extra evictions instead.
 //
-// Packed (ArenaLayout::kPacked): the walk runs against a byte capacity C <=
+// Packed (MemoryLayout::kPacked): the walk runs against a byte capacity C <=
 // budget. An item needs bytes_[x] free bytes; victims are evicted until
 // enough are. Free bytes are kept by the position at which they were
 // released (a victim's bytes are free from its last use on, where its
@@ -170,7 +170,7 @@
 // persistent tensors, inputs, or transients whose producer may not run
 // again), the one with the smallest DTR score (Note [DTR heuristic] in
 // plan/dtr_cost.h); in the arena it counts bytes and packs afterwards
-// (ArenaLayout::kPacked), as DTR counts bytes against its budget.
+// (MemoryLayout::kPacked), as DTR counts bytes against its budget.
 
 #include <memory>
 #include <optional>
@@ -190,7 +190,6 @@ namespace sa {
 // kDtr: drop-to-recompute only, by DTR's score (Note [Recomputation]); it
 // needs PlannerOptions::recompute.
 enum class EvictionPolicy : uint8_t { kBelady, kLru, kDtr };
-enum class ArenaLayout : uint8_t { kPlaced, kPacked };
 inline constexpr int kAnyDepth = 1 << 30;  // PlannerOptions::dead_input_depth
 
 struct PlannerOptions {
@@ -211,8 +210,9 @@ struct PlannerOptions {
   // Arena: walks with a lowered capacity when the packing exceeds the budget
   // (Note [Arena planning]).
   // Arena: place as the walk goes, or count bytes and pack afterwards
-  // (Note [Arena planning]).
-  ArenaLayout layout = ArenaLayout::kPlaced;
+  // (Note [Arena planning]): kPlaced or kPacked (plan() lays out size
+  // classes whatever this says).
+  MemoryLayout layout = MemoryLayout::kPlaced;
   // Note [Recomputation]: per op, 1 where the outputs may be dropped when
   // evicted and made again by running the op before their next use (null:
   // never); whether ops that draw random numbers may run again too (the

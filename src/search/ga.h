@@ -13,14 +13,14 @@
 // -------------------
 // With the size-class pool, the allocation genes are the paper's (CLS,
 // CNT). With planned offsets (Allocator::kArena), a candidate also carries a
-// layout gene (Note [Arena planning]):
+// layout gene (a MemoryLayout; Note [Arena planning]):
 //   - placed: the swap planner places every tenancy as it walks;
 //   - packed: it counts bytes, then packs the tenancies (greedy by size),
 //     which finds the plan that swaps nothing near the peak, where placing
 //     online can miss by a sliver of fragmentation (walks with a lowered
 //     capacity: kPackedRepairs at most). Packing is slow, so only the seeded
 //     orders are packed: their children are placed;
-//   - slots: the pool's objects, from its CLS and CNT, laid out as offsets.
+//   - slots (kSizeClass): the pool's objects, from its CLS and CNT, laid out as offsets.
 // The search keeps whichever layout is faster, per candidate. Seeds: every
 // seeded order in every layout; a child takes a parent's layout and switches
 // with probability kLayoutFlip. When even the pool's minimum does not fit

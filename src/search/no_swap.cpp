@@ -79,7 +79,7 @@ NoSwapFloor no_swap_floor(const Problem& pb) {
   best.program_live = peak_live_bytes(g);
   Planner planner(pb);
   PlannerOptions o;
-  o.layout = ArenaLayout::kPacked;
+  o.layout = MemoryLayout::kPacked;
   o.deadline_copy_order = false;
   Directives keep;  // no rules: nothing is ever evicted
   keep.unbounded = true;

@@ -93,7 +93,7 @@ Plan plan_placed(const Graph& g, PlanResult* result) {
   const std::vector<double> times(g.num_ops(), 1.0);
   SwapPlanner planner(g, t, times, placed_arena_link());
   PlannerOptions opt;
-  opt.layout = ArenaLayout::kPlaced;
+  opt.layout = MemoryLayout::kPlaced;
   Plan p;
   *result = planner.plan_arena(program_order(g.num_ops()), 100, 100, opt, &p);
   EXPECT_TRUE(result->ok) << result->why;

@@ -88,13 +88,6 @@ struct Tenancy {
   int64_t offset;  // placed mode: where it is in the arena
 };
 
-// How the walk finds memory (Note [Swap planning], Note [Arena planning]).
-enum class Mode : uint8_t {
-  kPool,    // objects of the size classes
-  kBytes,   // a byte count; offsets packed afterwards
-  kPlaced,  // arena ranges, placed as the walk goes
-};
-
 // Recomputation found no memory for an op's items (a plan that recomputes
 // more than fits): the candidate is not plannable.
 struct NoMemoryToRecompute {
@@ -155,7 +148,6 @@ class SwapPlanner::Pass {
   using ItemKind = swap_plan::ItemKind;
   using TempStep = swap_plan::TempStep;
   using Tenancy = swap_plan::Tenancy;
-  using Mode = swap_plan::Mode;
   using WindowScore = swap_plan::WindowScore;
   using Window = swap_plan::Window;
 
@@ -261,9 +253,11 @@ class SwapPlanner::Pass {
   std::span<const OpId> order_;
   PlannerOptions opt_;
   const Directives* dir_ = nullptr;
-  Mode mode_ = Mode::kPool;
-  bool arena() const { return mode_ != Mode::kPool; }
-  bool placed() const { return mode_ == Mode::kPlaced; }
+  // How the walk finds memory: objects of the size classes, a byte count
+  // (offsets packed afterwards), or arena ranges placed as it goes.
+  MemoryLayout mode_ = MemoryLayout::kSizeClass;
+  bool arena() const { return mode_ != MemoryLayout::kSizeClass; }
+  bool placed() const { return mode_ == MemoryLayout::kPlaced; }
   int64_t capacity_ = 0;
   int nc_ = 0;
   std::vector<double> prefix_;            // prefix_[i]: op time before position i

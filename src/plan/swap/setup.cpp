@@ -156,7 +156,7 @@ void SwapPlanner::Pass::bind_ops(std::span<const OpId> order, const PlannerOptio
 bool SwapPlanner::Pass::prepare(std::span<const OpId> order, const Allocation& a,
                                 const PlannerOptions& opt, const Directives* directives,
                                 bool check_counts, std::string* why) {
-  mode_ = Mode::kPool;
+  mode_ = MemoryLayout::kSizeClass;
   nc_ = a.num_classes();
   class_bytes_ = sa::class_bytes(sizes_, a.cls);
   class_.assign(num_items_, -1);
@@ -182,7 +182,7 @@ bool SwapPlanner::Pass::prepare(std::span<const OpId> order, const Allocation& a
 bool SwapPlanner::Pass::prepare_arena(std::span<const OpId> order, int64_t capacity, bool placed,
                                       const PlannerOptions& opt, const Directives* directives,
                                       std::string* why) {
-  mode_ = placed ? Mode::kPlaced : Mode::kBytes;
+  mode_ = placed ? MemoryLayout::kPlaced : MemoryLayout::kPacked;
   capacity_ = capacity;
   nc_ = 1;  // one list of residents: every item is a candidate victim for every other
   class_.assign(num_items_, 0);

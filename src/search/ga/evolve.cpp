@@ -36,7 +36,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
     c.dtr = false;
     c.dead_depth = 1;
     if (!ctx_.slots) {
-      c.layout = Layout::kPlaced;
+      c.layout = MemoryLayout::kPlaced;
     } else if (opt_.seeded) {
       std::string why;
       SA_CHECK(
@@ -64,7 +64,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
     // A swap-only base's copy recomputes its flipped genes half the time.
     if (!c.recomputes) c.recomputes = rng.chance(0.5);
   }
-  if (c.layout == Layout::kPacked) c.layout = Layout::kPlaced;
+  if (c.layout == MemoryLayout::kPacked) c.layout = MemoryLayout::kPlaced;
   if (rng.chance(0.5)) {
     const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
     w.sched.mutate(base.order, p, rng.chance(0.5), rng, &c.order);
@@ -112,9 +112,9 @@ void Search::make_child(Worker& w, int gen, int k, Candidate& c) {
   c.dead_depth = k % 2 == 0 ? p1.dead_depth : p2.dead_depth;
   c.recomputes = recompute_ && (k % 2 == 0 ? p1.recomputes : p2.recomputes);
   if (recompute_ && rng.chance(kMasterFlip)) c.recomputes = !c.recomputes;
-  if (c.layout == Layout::kPacked) c.layout = Layout::kPlaced;
+  if (c.layout == MemoryLayout::kPacked) c.layout = MemoryLayout::kPlaced;
   if (ctx_.arena() && ctx_.slots && rng.chance(kLayoutFlip))
-    c.layout = c.layout == Layout::kPlaced ? Layout::kSlots : Layout::kPlaced;
+    c.layout = c.layout == MemoryLayout::kPlaced ? MemoryLayout::kSizeClass : MemoryLayout::kPlaced;
   if (!ctx_.slots) return;
   // Allocation: crossover, then a mutation or a budget move.
   w.alloc_ops.crossover(p1.alloc, p2.alloc, pr.cls_cut, pr.cnt_cut, &w.a1, &w.a2);

@@ -45,13 +45,12 @@ constexpr int kSeedRepairs = 4;  // Note [Recompute repair]: plans of a seed's g
 constexpr int kDtrDepths[] = {3, kAnyDepth};
 using Clock = std::chrono::steady_clock;
 
-// The arena's layouts (Note [Arena search] in search/ga.h).
-enum class Layout : uint8_t { kPlaced, kSlots, kPacked };
-
 struct Candidate {
   std::vector<OpId> order;
-  Allocation alloc;                 // size classes (the arena's slots layout too)
-  Layout layout = Layout::kPlaced;  // arena only
+  Allocation alloc;  // size classes (the arena's slots layout too)
+  // Arena only (Note [Arena search] in search/ga.h): placed, packed, or
+  // slots (kSizeClass: the size classes' objects as offsets).
+  MemoryLayout layout = MemoryLayout::kPlaced;
   // Note [Recompute genes]: per op, whether its outputs may be dropped and
   // recomputed (empty: never).
   std::vector<uint8_t> recompute;
@@ -93,8 +92,8 @@ struct Worker {
     if (x.recomputes && !x.recompute.empty()) o.recompute = &x.recompute;
     if (x.dtr && o.recompute) o.eviction = EvictionPolicy::kDtr;  // (packs in the arena)
     o.dead_input_depth = x.dead_depth;
-    if (ctx.arena() && x.layout != Layout::kSlots) {
-      o.layout = x.layout == Layout::kPacked ? ArenaLayout::kPacked : ArenaLayout::kPlaced;
+    if (ctx.arena() && x.layout != MemoryLayout::kSizeClass) {
+      o.layout = x.layout;
       o.max_repairs = std::min(o.max_repairs, kPackedRepairs);
       return planner.plan(x.order, nullptr, o, out, sim);
     }

@@ -35,11 +35,11 @@ void Search::make_bases() {
   bases_.push_back(prog);
   if (has_eager) bases_.push_back(eager);
   if (ctx_.arena()) {
-    for (Layout l : {Layout::kSlots, Layout::kPacked}) {
-      if (l == Layout::kSlots && !ctx_.slots) continue;
+    for (MemoryLayout l : {MemoryLayout::kSizeClass, MemoryLayout::kPacked}) {
+      if (l == MemoryLayout::kSizeClass && !ctx_.slots) continue;
       for (Candidate* c : {&prog, &eager}) {
         if (c == &eager && !has_eager) continue;
-        if (l == Layout::kPacked &&
+        if (l == MemoryLayout::kPacked &&
             static_cast<double>(budget) < kPackedNearPeak * peak_live_bytes(g, c->order))
           continue;
         c->layout = l;
@@ -72,8 +72,8 @@ void Search::plan_seeds() {
     if (!opt_.recompute) continue;
     // Note [Recompute genes]: each base has a twin recomputing the cheap
     // ops (none for packed layouts), and each placed base DTR twins.
-    if (proto[b].layout == Layout::kPlaced) tasks.push_back({Kind::kDtr, b});
-    if (proto[b].layout != Layout::kPacked) tasks.push_back({Kind::kCheap, b});
+    if (proto[b].layout == MemoryLayout::kPlaced) tasks.push_back({Kind::kDtr, b});
+    if (proto[b].layout != MemoryLayout::kPacked) tasks.push_back({Kind::kCheap, b});
   }
   std::vector<std::vector<Candidate>> twins(swap_only), dtr_twins(swap_only);
   if (opt_.progress)
