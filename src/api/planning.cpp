@@ -79,12 +79,6 @@ PlanningInputs load_planning_inputs(const PlanningArgs& args, std::optional<Grap
   return in;
 }
 
-Plan plan_to_write(const PlanningInputs& in, const Plan& p) {
-  Plan out = p;
-  out.data_parallel = in.dp;
-  return out;
-}
-
 MethodOptions method_options(const PlanningArgs& args) {
   MethodOptions m;
   m.allocator = *allocator_from_string(args.allocator);

@@ -58,9 +58,6 @@ struct PlanningInputs {
 PlanningInputs load_planning_inputs(const PlanningArgs& args, std::optional<Graph> graph = {},
                                     std::optional<int64_t> budget = {});
 
-// The plan to write: the method's, marked with the ranks it plans.
-Plan plan_to_write(const PlanningInputs& in, const Plan& p);
-
 // The allocator and the search options the arguments give.
 MethodOptions method_options(const PlanningArgs& args);
 

@@ -18,9 +18,10 @@ GraphAndPlan read_graph_and_plan(Graph g, const std::string& plan_path,
 
 GraphAndPlan parse_graph_and_plan(Graph g, std::string_view plan_text, std::string_view origin,
                                   const DeviceProfile& device) {
-  const DataParallel dp = plan_data_parallel(g, plan_text, origin);
-  if (dp.active()) g = data_parallel_graph(g, dp, rank_device(device, dp.ranks));
-  Plan p = parse_plan(g, plan_text, origin);
+  Plan p = parse_plan(plan_text, origin, [&](const DataParallel& dp) -> const Graph& {
+    if (dp.active()) g = data_parallel_graph(g, dp, rank_device(device, dp.ranks));
+    return g;
+  });
   return {std::move(g), std::move(p)};
 }
 

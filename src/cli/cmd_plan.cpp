@@ -25,12 +25,12 @@ struct PlanArgs {
 
 void run_plan(const PlanArgs& args) {
   const PlanningInputs in = load_planning_inputs(args.planning);
-  const Problem problem(in.graph, in.device, in.budget, args.planning.compute_scale);
+  const Problem problem(in.graph, in.device, in.budget, args.planning.compute_scale, in.dp);
   print_warnings(problem.warnings);
   const MethodResult r = run_method(args.method, problem, method_options(args.planning));
   if (!r.feasible)
     throw sa::Error(fmt::format("{} cannot plan within the budget: {}", r.name, r.why));
-  if (!args.output.empty()) write_plan(in.graph, plan_to_write(in, r.plan), args.output);
+  if (!args.output.empty()) write_plan(in.graph, r.plan, args.output);
   if (!args.trace.empty())
     write_trace(in.graph, r.plan, r.sim,
                 {.title = fmt::format("{}: {} plan on {}, budget {}", in.graph.name, r.name,

@@ -13,7 +13,6 @@ using api::describe_budget;
 using api::kMaxTimeBudgetS;
 using api::load_planning_inputs;
 using api::method_options;
-using api::plan_to_write;
 using api::PlanningArgs;
 using api::PlanningInputs;
 

@@ -22,9 +22,11 @@ uint64_t fnv(uint64_t h, uint64_t v) {
   return h;
 }
 
-class PlanReader {
+// The checked reading of a plan file's fields, with errors that name the
+// file and the field.
+class PlanFieldReader {
  public:
-  PlanReader(const Graph& g, std::string_view origin) : g_(g), origin_(origin) {}
+  explicit PlanFieldReader(std::string_view origin) : origin_(origin) {}
 
   [[noreturn]] void fail(const std::string& where, const std::string& what) const {
     throw Error(fmt::format("{}: {}: {}", origin_, where, what));
@@ -78,6 +80,15 @@ class PlanReader {
       dp.bucket_bytes = integer(j["bucket_bytes"], "data_parallel.bucket_bytes", 1, kMaxBytes);
     return dp;
   }
+
+ private:
+  std::string_view origin_;
+};
+
+// The plan itself, against its graph.
+class PlanReader : public PlanFieldReader {
+ public:
+  PlanReader(const Graph& g, std::string_view origin) : PlanFieldReader(origin), g_(g) {}
 
   Plan read(const json& doc) const {
     if (!doc.is_object()) fail("(document)", "expected an object");
@@ -223,7 +234,6 @@ class PlanReader {
 
  private:
   const Graph& g_;
-  std::string_view origin_;
 };
 
 }  // namespace
@@ -298,8 +308,11 @@ Plan parse_plan(const Graph& g, std::string_view text, std::string_view origin) 
   return PlanReader(g, origin).read(parse_json(text, origin));
 }
 
-DataParallel plan_data_parallel(const Graph& g, std::string_view text, std::string_view origin) {
-  return PlanReader(g, origin).data_parallel(parse_json(text, origin));
+Plan parse_plan(std::string_view text, std::string_view origin,
+                const std::function<const Graph&(const DataParallel&)>& graph_for) {
+  const json doc = parse_json(text, origin);
+  const Graph& g = graph_for(PlanFieldReader(origin).data_parallel(doc));
+  return PlanReader(g, origin).read(doc);
 }
 
 void write_plan(const Graph& g, const Plan& p, const std::string& path) {

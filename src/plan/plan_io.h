@@ -10,6 +10,7 @@
 // the verifier's job (plan/verify.h).
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -25,11 +26,12 @@ uint64_t graph_fingerprint(const Graph& g);
 std::string plan_to_json(const Graph& g, const Plan& p);
 Plan parse_plan(const Graph& g, std::string_view json_text, std::string_view origin);
 
-// The data_parallel field of a plan file, read before the plan itself: a
-// data-parallel plan is read against data_parallel_graph() of its graph
-// (read_graph_and_plan in api/source.h).
-DataParallel plan_data_parallel(const Graph& g, std::string_view json_text,
-                                std::string_view origin);
+// A plan read against the graph its data_parallel field asks for:
+// graph_for(the field) gives it (a data-parallel plan is read against
+// data_parallel_graph() of its model's graph: read_graph_and_plan in
+// api/source.h). The text is parsed once.
+Plan parse_plan(std::string_view json_text, std::string_view origin,
+                const std::function<const Graph&(const DataParallel&)>& graph_for);
 
 void write_plan(const Graph& g, const Plan& p, const std::string& path);
 Plan read_plan(const Graph& g, const std::string& path);

@@ -13,6 +13,7 @@ PlanResult Planner::plan(std::span<const OpId> order, const Allocation* a,
   PlanResult r = a ? walk_.plan(order, *a, pb_.budget, options, out, directives)
                    : walk_.plan_arena(order, pb_.budget, pb_.budget, options, out, directives);
   if (!r.ok) return r;
+  out->data_parallel = pb_.data_parallel;  // the plan describes itself
   // Stage 2: the copy order (the rule-based baselines keep their rules').
   SimResult picked;
   const bool simulated = options.deadline_copy_order && directives == nullptr &&

@@ -25,13 +25,15 @@ double compute_ideal_us(const Graph& g, const std::vector<double>& times) {
 
 }  // namespace
 
-Problem::Problem(const Graph& g, const DeviceProfile& d, int64_t b, double compute_scale)
+Problem::Problem(const Graph& g, const DeviceProfile& d, int64_t b, double compute_scale,
+                 DataParallel dp)
     : graph(g),
       device(d),
       dataflow(g),
       op_us(scaled(g, op_times_us(g, d, &warnings), compute_scale)),
       sizes(make_size_table(g)),
       budget(b),
+      data_parallel(dp),
       ideal_us(compute_ideal_us(g, op_us)) {}
 
 }  // namespace sa

@@ -1,7 +1,10 @@
 #pragma once
 // Everything a planner needs to know about one planning problem, computed
 // once: the graph's dependency DAG, op times on the device, the size table,
-// the budget and the ideal (unlimited-memory) iteration time.
+// the budget, what the graph is one rank of, and the ideal (unlimited-
+// memory) iteration time. Planner (plan/planner.h) writes the budget and the
+// data-parallel settings into every plan it makes, so that a plan describes
+// itself.
 
 #include <cstdint>
 #include <string>
@@ -11,6 +14,7 @@
 #include "graph/dataflow.h"
 #include "graph/graph.h"
 #include "plan/allocation.h"
+#include "plan/plan.h"
 
 namespace sa {
 
@@ -18,10 +22,13 @@ struct Problem {
   // REQUIRES: g passed validate_graph; g and device outlive the Problem.
   // compute_scale multiplies every op time (docs/devices.md: calibrating the
   // cost model to measured throughput, as bench/paper-fig6 does).
-  Problem(const Graph& g, const DeviceProfile& device, int64_t budget, double compute_scale = 1.0);
+  // A data-parallel problem's g is data_parallel_graph() of the model's
+  // graph for dp (plan/data_parallel.h).
+  Problem(const Graph& g, const DeviceProfile& device, int64_t budget, double compute_scale = 1.0,
+          DataParallel dp = {});
   // A temporary would dangle (the Problem keeps references).
-  Problem(Graph&&, const DeviceProfile&, int64_t, double = 1.0) = delete;
-  Problem(const Graph&, DeviceProfile&&, int64_t, double = 1.0) = delete;
+  Problem(Graph&&, const DeviceProfile&, int64_t, double = 1.0, DataParallel = {}) = delete;
+  Problem(const Graph&, DeviceProfile&&, int64_t, double = 1.0, DataParallel = {}) = delete;
 
   const Graph& graph;
   const DeviceProfile& device;
@@ -30,7 +37,8 @@ struct Problem {
   const std::vector<double> op_us;
   const SizeTable sizes;
   const int64_t budget;
-  const double ideal_us;  // sum of op times
+  const DataParallel data_parallel;  // one rank of this (ranks 1: not data-parallel)
+  const double ideal_us;             // sum of op times
 };
 
 }  // namespace sa

@@ -184,7 +184,7 @@ Planned plan_four_ranks() {
   Planned r;
   r.g = data_parallel_graph(two_param_graph(), {.ranks = 4}, link_device());
   r.d = link_device();
-  const Problem pb(r.g, r.d, int64_t{1} << 30);
+  const Problem pb(r.g, r.d, int64_t{1} << 30, 1.0, {.ranks = 4});
   MethodResult m = run_method("ideal", pb, {});
   EXPECT_TRUE(m.feasible) << m.why;
   r.plan = m.plan;
@@ -244,29 +244,49 @@ TEST(DataParallel, VerifierWantsTheUpdateToWaitForItsBucket) {
   EXPECT_NE(v.violation.find("does not wait for"), std::string::npos) << v.violation;
 }
 
+// The field a plan's graph depends on, read as parse_plan(text, origin,
+// graph_for) gives it to graph_for (the text parsed once).
+DataParallel field_of(const std::string& text, const Graph& g) {
+  DataParallel seen;
+  parse_plan(text, "p.json", [&](const DataParallel& dp) -> const Graph& {
+    seen = dp;
+    return g;
+  });
+  return seen;
+}
+
 TEST(DataParallel, PlanFileKeepsTheRanks) {
   Planned r = plan_four_ranks();
   r.plan.data_parallel = {.ranks = 4, .shard_optimizer = false, .bucket_bytes = 4096};
   const std::string text = plan_to_json(r.g, r.plan);
   const Graph base = two_param_graph();
-  const DataParallel dp = plan_data_parallel(base, text, "p.json");
+  const DataParallel dp = field_of(text, r.g);
   EXPECT_EQ(dp.ranks, 4);
   EXPECT_EQ(dp.bucket_bytes, 4096);
   EXPECT_EQ(parse_plan(r.g, text, "p.json").data_parallel.ranks, 4);
   // Read against the graph it was not made for: refused.
   EXPECT_THROW(parse_plan(base, text, "p.json"), Error);
+  EXPECT_THROW(
+      parse_plan(text, "p.json", [&](const DataParallel&) -> const Graph& { return base; }), Error);
   // A plan without the field plans one rank.
   Plan one = r.plan;
   one.data_parallel = {};
-  EXPECT_EQ(plan_data_parallel(base, plan_to_json(r.g, one), "p.json").ranks, 1);
+  EXPECT_EQ(field_of(plan_to_json(r.g, one), r.g).ranks, 1);
   std::string bad = text;
   bad.replace(bad.find("\"ranks\":4"), 9, "\"ranks\":0");
   try {
-    plan_data_parallel(base, bad, "p.json");
+    field_of(bad, r.g);
     FAIL() << "ranks 0 accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("data_parallel.ranks"), std::string::npos) << e.what();
   }
+}
+
+// Planner writes what the graph is one rank of into the plan (issue 28:
+// the plan describes itself; the CLI used to stamp it).
+TEST(DataParallel, ThePlannerStampsTheRanksOnThePlan) {
+  Planned r = plan_four_ranks();
+  EXPECT_EQ(r.plan.data_parallel.ranks, 4);
 }
 
 TEST(DataParallel, DeviceCollectiveFields) {
