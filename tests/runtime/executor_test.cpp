@@ -168,10 +168,12 @@ TEST(RuntimeExecutor, CalibrationIterationChoosesTheTimeScale) {
   EXPECT_EQ(r.time_scale, 3.0);
   EXPECT_EQ(reported, (std::vector<int>{0, 1}));
   EXPECT_EQ(r.iteration_wall_us.size(), 2u);  // the calibration is not among them
-  // As fast as the host goes: well under the ops' 6 ms of compute alone.
-  EXPECT_LT(calibrations[0], 6 * 1000);
   // The timed iterations ran at scale 3: ops and paced copies stretched.
   EXPECT_GT(fastest(r), 0.95 * 3 * sr.iteration_us);
+  // The calibration ran as fast as the host goes, unpaced: under an
+  // iteration paced at scale 3 (at least 18 ms). (A bound on its wall time
+  // alone, 6 ms, failed on a loaded 2-core CI machine at 8.5 ms.)
+  EXPECT_LT(calibrations[0], fastest(r));
 }
 
 // The calibration iteration is checked like the others: a plan whose op5
