@@ -8,8 +8,9 @@
 //                  releases, the passes of the steady state;
 //   residents.cpp  the evictable residents and the choice of a victim
 //                  (Belady, LRU, DTR);
-//   memory.cpp     free memory of the size-class pool (rings of objects) and
-//                  of the packed arena (bytes by release position);
+//   free_memory.h  free memory of the size-class pool (rings of objects) and
+//                  of the packed arena (bytes by release position), on
+//                  their own; memory.cpp: the walk's use of them;
 //   placed.cpp     the placed arena: ranges, free runs, windows to evict;
 //   recompute.cpp  dropping a tensor and running its op again;
 //   writer.cpp     offsets packed, reuse waits, copy order, the Plan written.
@@ -30,6 +31,7 @@
 #include "plan/dtr_cost.h"
 #include "plan/packing.h"
 #include "plan/simulator.h"
+#include "plan/swap/free_memory.h"
 #include "plan/swap_planner.h"
 #include "util/error.h"
 #include "util/range_map.h"
@@ -232,8 +234,6 @@ class SwapPlanner::Pass {
   ObjectId acquire(ItemId x, int i, bool swap_in);
   // Arena.
   ObjectId open_tenancy(ItemId x, int32_t free_key);
-  void free_bytes(int32_t key, int64_t bytes);
-  int32_t take_bytes(int64_t bytes, bool earliest);
 
   // Fixed per graph.
   const Graph& g_;
@@ -298,8 +298,7 @@ class SwapPlanner::Pass {
   std::vector<ItemId> tenant_;
   std::vector<StepId> rel_compute_, rel_copy_;
   std::vector<int32_t> rel_pos_;
-  std::vector<ObjectId> ring_;  // free objects: a ring per class over its object range
-  std::vector<int32_t> ring_head_, ring_size_;
+  swap_plan::FreeObjects free_objects_;  // the pool's
   // The evictable residents of each class, and each item's index there (-1
   // when not listed). A victim is found by scanning its class's list: only
   // full classes are scanned, and an access costs nothing.
@@ -329,12 +328,10 @@ class SwapPlanner::Pass {
   StepId last_compute_ = -1;
   std::vector<StepKey> keys_;  // per step of the plan emit() wrote
 
-  // Per pass, arena: the tenancies (the objects of the walk), free bytes by
-  // release key (free_at_[key + 1]), the keys holding any, the total.
+  // Per pass, arena: the tenancies (the objects of the walk), and the packed
+  // arena's free bytes.
   std::vector<Tenancy> tenancies_;
-  std::vector<int64_t> free_at_;
-  std::set<int32_t> free_keys_;
-  int64_t free_total_ = 0;
+  swap_plan::FreeBytes free_bytes_;
   std::vector<ObjectId> created_;  // tenancies opened by the op being placed
   // Per arena plan, after pack(): the units' offsets and the tenancies'
   // unit objects; the reuse waits as (step, wait) pairs.

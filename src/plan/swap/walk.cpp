@@ -31,7 +31,7 @@ void SwapPlanner::Pass::release(ObjectId obj, StepId compute, StepId copy, int32
         run_add(it->first, it->second.end, pos);
       }
     } else {
-      free_bytes(pos, bytes_[t.item]);
+      free_bytes_.add(pos, bytes_[t.item]);
     }
   }
   tenant_[obj] = -1;
@@ -105,12 +105,12 @@ ObjectId SwapPlanner::Pass::acquire(ItemId x, int i, bool swap_in) {
     return t;
   }
   if (arena()) {
-    while (free_total_ < bytes_[x]) {
+    while (free_bytes_.total() < bytes_[x]) {
       const ItemId v = pick_victim(x, i, swap_in);
       if (v < 0) return kNoObject;
       evict(v);
     }
-    return open_tenancy(x, take_bytes(bytes_[x], swap_in));
+    return open_tenancy(x, free_bytes_.take(bytes_[x], swap_in));
   }
   const ClassId c = class_[x];
   ObjectId obj = ring_pop(c);
@@ -302,9 +302,7 @@ std::vector<ResidentTensor> SwapPlanner::Pass::start_pass(
     rel_compute_.clear();
     rel_copy_.clear();
     rel_pos_.clear();
-    free_at_.assign(m_ + 1, 0);
-    free_keys_.clear();
-    free_total_ = 0;
+    free_bytes_.reset(m_ + 1);
     int64_t held = 0;
     ranges_.clear();
     runs_.clear();
@@ -323,15 +321,13 @@ std::vector<ResidentTensor> SwapPlanner::Pass::start_pass(
     }
     SA_CHECK(held <= capacity_, "resident set of {} bytes over the capacity of {}", held,
              capacity_);
-    if (!placed()) free_bytes(-1, capacity_ - held);
+    if (!placed()) free_bytes_.add(-1, capacity_ - held);
   } else {
     tenant_.assign(num_objects_, -1);
     rel_compute_.assign(num_objects_, -1);
     rel_copy_.assign(num_objects_, -1);
     rel_pos_.assign(num_objects_, -1);
-    ring_.assign(num_objects_, kNoObject);
-    ring_head_.assign(nc_, 0);
-    ring_size_.assign(nc_, 0);
+    free_objects_.reset(class_first_);
   }
 
   for (const ResidentTensor& r : resident) {
@@ -344,8 +340,7 @@ std::vector<ResidentTensor> SwapPlanner::Pass::start_pass(
     for (ClassId c = 0; c < nc_; ++c) {
       for (ObjectId obj = class_first_[c]; obj < class_first_[c + 1]; ++obj)
         if (tenant_[obj] < 0) ring_push(c, obj);
-      const int32_t cap = class_first_[c + 1] - class_first_[c];
-      peak_in_use[c] = std::max(peak_in_use[c], cap - ring_size_[c]);
+      peak_in_use[c] = std::max(peak_in_use[c], free_objects_.in_use(c));
     }
 
   return resident;
@@ -407,7 +402,7 @@ void SwapPlanner::Pass::put_back(const std::vector<ResidentTensor>& resident) {
     for (const ResidentTensor& r : misplaced) {
       ObjectId obj = obj_of_[r.tensor];
       if (obj == kNoObject) {
-        obj = open_tenancy(r.tensor, take_bytes(bytes_[r.tensor], true));
+        obj = open_tenancy(r.tensor, free_bytes_.take(bytes_[r.tensor], true));
         swap_in(r.tensor, obj, -1, -1);
       }
       tenancies_[obj].unit = r.object;
