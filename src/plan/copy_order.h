@@ -15,7 +15,8 @@
 // for it (the first user of the memory it frees), or earlier, when a swap-in
 // due earlier waits for it. The plan is then written again with its copies
 // in the order they started, so simulating it gives exactly that simulation
-// (the planner returns it; the search uses it as it is).
+// (put_copies_in_deadline_order returns it, and Planner gives it to the
+// search as it is: Note [Planning stages] in plan/planner.h).
 // Each stream's order must agree with the step list, where every wait points
 // to an earlier step: a copy released at position r and due at d may sit at
 // any key in [r', d-1], where r' is r or, for a swap-in, the key of the

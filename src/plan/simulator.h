@@ -63,7 +63,7 @@ struct SimOptions {
 };
 
 // Chooses the copy streams' next steps while the simulation runs, instead
-// of the plan's order (Note [Copy order] in plan/swap_planner.h).
+// of the plan's order (Note [Copy order] in plan/copy_order.h).
 class CopyPicker {
  public:
   virtual ~CopyPicker() = default;
