@@ -43,6 +43,7 @@ class FreeObjects {
     return obj;
   }
   int32_t in_use(ClassId c) const { return capacity(c) - size_[c]; }
+  bool empty(ClassId c) const { return size_[c] == 0; }
 
  private:
   int32_t capacity(ClassId c) const { return first_[c + 1] - first_[c]; }

@@ -232,6 +232,19 @@ class SwapPlanner::Pass {
   void evict(ItemId v);
   StepId swap_in(ItemId x, ObjectId obj, int32_t key_pos, StepId after);
   ObjectId acquire(ItemId x, int i, bool swap_in);
+  // Note [Memory policies] (walk.cpp): the room for an item, and who must
+  // leave first.
+  struct Room {
+    bool found = false;               // false: none, whoever leaves
+    int64_t at = -1;                  // placed: the offset
+    ObjectId object = kNoObject;      // pool: the victim's object, which x takes
+    std::span<const ItemId> victims;  // to evict first
+    bool again = false;               // packed: ask again once they have left
+  };
+  Room find_room(ItemId x, int i, bool swap_in);
+  ObjectId take_room(ItemId x, const Room& r, bool swap_in);
+  ObjectId make_room(ItemId x, int i, bool swap_in);
+  ItemId one_victim_ = -1;  // the pool's and the packed arena's Room::victims
   // Arena.
   ObjectId open_tenancy(ItemId x, int32_t free_key);
 
@@ -315,7 +328,7 @@ class SwapPlanner::Pass {
     }
   };
   std::vector<VictimEntry> victims_;
-  // place()'s buffers: heap indices still to visit, the victims of the
+  // find_window()'s buffers: heap indices still to visit, the victims of the
   // window being scored and of the best one so far.
   std::vector<int32_t> frontier_;
   std::vector<ItemId> window_victims_, best_victims_;
@@ -372,9 +385,8 @@ class SwapPlanner::Pass {
   void preplace(int i);
   void split_range(int64_t at);
   ObjectId take_range(ItemId x, int64_t at);
-  ObjectId place(ItemId x, int i, bool swap_in);
   Window find_window(ItemId x, int i, bool swap_in);
-  static constexpr int kWindowCandidates = 6;  // victims place() grows windows around
+  static constexpr int kWindowCandidates = 6;  // victims find_window() grows windows around
   int64_t free_run_for(int64_t need) const;
   bool movable(ItemId v, int i) const;
   int victim_candidates(ItemId x, int i, bool swap_in, std::pair<WindowScore, ItemId>* top);

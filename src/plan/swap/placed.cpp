@@ -127,7 +127,7 @@ std::vector<ItemId> SwapPlanner::Pass::range_tenants(int64_t at, int64_t bytes, 
 // it holds x; the window whose earliest next use is furthest wins (among
 // those whose victims all leave time for their copies, when there are any),
 // then the one that evicts the fewest bytes. The layout only chooses: the
-// walk evicts the victims and takes the range (place()).
+// walk evicts the victims and takes the range (make_room(), Note [Memory policies]).
 Window SwapPlanner::Pass::find_window(ItemId x, int i, bool swap_in) {
   const int64_t need = bytes_[x];
   best_victims_.clear();
@@ -166,7 +166,7 @@ bool SwapPlanner::Pass::movable(ItemId v, int i) const {
          !(dir_ && !dir_->never_evict.empty() && dir_->never_evict[v]);
 }
 
-// Placed mode: the candidates for place(x): the best residents by
+// Placed mode: the candidates for make_room(x): the best residents by
 // (eligible, next use), and the best of those about x's size (one of them
 // alone makes room for x), into top (2 * kWindowCandidates entries);
 // returns how many.
@@ -355,7 +355,7 @@ void SwapPlanner::Pass::preplace(int i) {
   };
   std::sort(items.begin(), items.end(), by_size);
   for (const auto& it : items)
-    handled_[it.first] = i;  // walls for place(): none of them may go now
+    handled_[it.first] = i;  // walls for make_room(): none of them may go now
   std::vector<std::pair<ItemId, bool>> needed;
   std::vector<std::pair<int64_t, int64_t>> walls;  // the op's residents, by offset
   for (const auto& it : items) {
@@ -402,7 +402,7 @@ void SwapPlanner::Pass::preplace(int i) {
     };
     std::vector<Reserved> reserved;
     for (const auto& [x, created] : needed) {
-      const ObjectId obj = place(x, i, !created);
+      const ObjectId obj = make_room(x, i, !created);
       if (obj == kNoObject) {
         // The windows went elsewhere than first fit would have: give the
         // ranges back as they were, and move the op's inputs.

@@ -87,38 +87,51 @@ StepId SwapPlanner::Pass::swap_in(ItemId x, ObjectId obj, int32_t key_pos, StepI
 // Placed mode: a new tenancy for x before position i, in the window the
 // layout chooses (find_window) once its victims are evicted; kNoObject when
 // there is none.
-ObjectId SwapPlanner::Pass::place(ItemId x, int i, bool swap_in) {
-  const Window w = find_window(x, i, swap_in);
-  if (w.at < 0) return kNoObject;
-  for (ItemId v : w.victims)
-    evict(v);
-  return take_range(x, w.at);
+// Note [Memory policies]: each layout answers one question, find_room():
+// where x can go before position i and which residents must leave first,
+// without evicting them; make_room() evicts them (the walk's part: steps,
+// releases) and takes the room. In the size-class pool, a free object of
+// x's class, else the object of one victim; in the packed arena, enough
+// free bytes, else one victim, and the question again once it has left
+// (each victim is chosen knowing the ones before it left); in the placed
+// arena, a window and all of its victims at once.
+SwapPlanner::Pass::Room SwapPlanner::Pass::find_room(ItemId x, int i, bool swap_in) {
+  if (placed()) {
+    const Window w = find_window(x, i, swap_in);
+    return {.found = w.at >= 0, .at = w.at, .victims = w.victims};
+  }
+  const bool free = arena() ? free_bytes_.total() >= bytes_[x] : !free_objects_.empty(class_[x]);
+  if (free) return {.found = true};
+  one_victim_ = pick_victim(x, i, swap_in);
+  if (one_victim_ < 0) return {};
+  return {.found = true,
+          .object = arena() ? kNoObject : obj_of_[one_victim_],
+          .victims = {&one_victim_, 1},
+          .again = arena()};
 }
 
-// An object for x, needed before position i: in the pool, of x's class (a
-// free one, else a victim's); in the arena, a new tenancy: placed (place()),
-// or over free bytes (victims evicted until there are enough).
-ObjectId SwapPlanner::Pass::acquire(ItemId x, int i, bool swap_in) {
-  if (placed()) {
-    const ObjectId t = place(x, i, swap_in);
-    if (t == kNoObject) throw NoRoom{x, i};
-    return t;
-  }
-  if (arena()) {
-    while (free_bytes_.total() < bytes_[x]) {
-      const ItemId v = pick_victim(x, i, swap_in);
-      if (v < 0) return kNoObject;
+ObjectId SwapPlanner::Pass::take_room(ItemId x, const Room& r, bool swap_in) {
+  if (placed()) return take_range(x, r.at);
+  if (arena()) return open_tenancy(x, free_bytes_.take(bytes_[x], swap_in));
+  return r.object != kNoObject ? r.object : ring_pop(class_[x]);
+}
+
+ObjectId SwapPlanner::Pass::make_room(ItemId x, int i, bool swap_in) {
+  while (true) {
+    const Room r = find_room(x, i, swap_in);
+    if (!r.found) return kNoObject;
+    for (ItemId v : r.victims)
       evict(v);
-    }
-    return open_tenancy(x, free_bytes_.take(bytes_[x], swap_in));
+    if (!r.again) return take_room(x, r, swap_in);
   }
-  const ClassId c = class_[x];
-  ObjectId obj = ring_pop(c);
-  if (obj != kNoObject) return obj;
-  const ItemId v = pick_victim(x, i, swap_in);
-  if (v < 0) return kNoObject;
-  obj = obj_of_[v];
-  evict(v);
+}
+
+// An object for x, needed before position i (Note [Memory policies]). The
+// placed arena found no window when the op's own residents cut it into
+// pieces too small: NoRoom (plan_arena packs instead).
+ObjectId SwapPlanner::Pass::acquire(ItemId x, int i, bool swap_in) {
+  const ObjectId obj = make_room(x, i, swap_in);
+  if (obj == kNoObject && placed()) throw NoRoom{x, i};
   return obj;
 }
 
