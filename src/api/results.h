@@ -20,12 +20,15 @@ namespace sa::api {
 // search's statistics and, for data-parallel plans, the collectives.
 nlohmann::json plan_json(const PlanningInputs& in, const Problem& problem, const MethodResult& r);
 
-// `compare`: every method (run_methods), and the transfer lower bounds
-// (plan/bounds.h) in program order and in the order the search chose.
+// `compare`: every method (run_methods), and the lower bounds (plan/bounds.h)
+// in program order and in the order the search chose: swap-only (Note
+// [Transfer bound]) and whatever is recomputed (Note [Recompute bound]).
 struct Comparison {
   std::vector<MethodResult> results;  // run_methods' order: the search first
   TimeBound program_bound;
   TimeBound search_bound;
+  TimeBound program_recompute_bound;
+  TimeBound search_recompute_bound;
 };
 Comparison compare_methods(const PlanningInputs& in, const Problem& problem,
                            const MethodOptions& options);

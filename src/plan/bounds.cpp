@@ -8,13 +8,21 @@
 namespace sa {
 
 TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<const double> op_us,
-                     const DeviceProfile& d, int64_t budget) {
+                     const DeviceProfile& d, int64_t budget, bool recompute) {
   const int m = g.num_ops();
   TimeBound b;
   for (double t : op_us)
     b.compute_us += t;
   // Transient live intervals [creation, last access] as a difference array.
   const std::vector<LiveInterval> live_at = live_intervals(g, order);
+  // Note [Recompute bound]: the transients a plan may drop and make again
+  // (their producer may run again) count only where op p touches them.
+  std::vector<uint8_t> remakeable(g.num_tensors(), 0);
+  if (recompute)
+    for (const Op& op : g.ops)
+      if (may_recompute(op))
+        for (TensorId x : op.outputs)
+          remakeable[x] = 1;
   std::vector<int64_t> diff(m + 1, 0);
   // Persistent bytes accessed after position i: suffix sums by last access.
   std::vector<int64_t> persistent_last(m + 1, 0);
@@ -22,6 +30,7 @@ TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<cons
     const LiveInterval& v = live_at[x];
     if (!v.accessed()) continue;
     if (is_transient(g.tensors[x].kind)) {
+      if (remakeable[x]) continue;
       diff[v.first] += g.tensors[x].bytes;
       diff[v.last + 1] -= g.tensors[x].bytes;
     } else {
@@ -33,14 +42,23 @@ TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<cons
     persistent_after[i] = persistent_after[i + 1] + persistent_last[i + 1];
   const double out_rate = d.d2h_bytes_per_us(), in_rate = d.h2d_bytes_per_us();
   int64_t live = 0;
-  double before_us = 0;  // compute before position i
+  double before_us = 0;                           // compute before position i
+  std::vector<int32_t> counted(g.num_tensors());  // position + 1 where last counted
   for (int i = 0; i < m; ++i) {
     live += diff[i];
     const Op& op = g.ops[order[i]];
+    // What op p holds besides `live`: its workspace, the persistent tensors and
+    // (Note [Recompute bound]) the remakeable transients it touches.
     int64_t touched_persistent = op.workspace_bytes;
     int64_t touched_later = 0;  // persistent bytes op p touches and a later op too
     for_each_access(op, [&](TensorId x, Access) {
-      if (is_transient(g.tensors[x].kind)) return;
+      if (counted[x] == i + 1) return;  // an op that reads x twice holds it once
+      counted[x] = i + 1;
+      if (is_transient(g.tensors[x].kind)) {
+        // Live at p and not among `live`: it must be on the device now.
+        if (remakeable[x]) touched_persistent += g.tensors[x].bytes;
+        return;
+      }
       touched_persistent += g.tensors[x].bytes;
       if (live_at[x].last > i) touched_later += g.tensors[x].bytes;
     });

@@ -21,6 +21,23 @@
 // (sharing the duplex link only slows it down). The bound is the maximum
 // over p, and never less than the compute bound (the sum of op times). It
 // holds for plans with this order; another order may have a lower peak.
+//
+// Note [Recompute bound]
+// ----------------------
+// With recomputation a transient live at p need not cross the link: it may
+// be dropped and made again (at a cost in compute this bound leaves out).
+// What no plan can remake is what must cross it: the persistent tensors
+// (parameters, gradients kept across iterations, optimizer state, inputs)
+// and the transients whose producer may not run again (may_recompute:
+// updates in place, or marked recompute: false). So, with T(p) the bytes op
+// p touches (transient or not, and its workspace), N(p) the bytes of the
+// transients live at p, not touched by p, that may not be remade, and P(p)
+// the persistent bytes accessed after p and not by p:
+//     in(p)  >= T(p) + N(p) + P(p) - budget
+//     out(p) >= T(p) + N(p) - budget   (P(p) may have stayed on the host)
+// and the iteration lasts at least what Note [Transfer bound] says with
+// these. It is lower than the swap-only bound (everything recomputable
+// counts zero), and holds for every plan of the order, recomputing or not.
 
 #include <cstdint>
 #include <span>
@@ -38,7 +55,8 @@ struct TimeBound {
   double bound_us() const { return compute_us > transfer_us ? compute_us : transfer_us; }
 };
 
+// recompute: Note [Recompute bound] instead of Note [Transfer bound].
 TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<const double> op_us,
-                     const DeviceProfile& d, int64_t budget);
+                     const DeviceProfile& d, int64_t budget, bool recompute = false);
 
 }  // namespace sa

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -231,6 +232,18 @@ TEST(CliCompare, EveryMethodSideBySide) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"swapadvisor", "ideal", "odswap", "vdnn", "swap-all",
                                              "tflms", "checkpoint", "dtr"}));
+  // The bounds (plan/bounds.h): the one whatever is recomputed is never
+  // above the swap-only one, nor below the sum of op times, and no plan
+  // beats it.
+  const double ideal = j["ideal_us"];
+  for (const char* order : {"program", "search"}) {
+    const double swap_only = j[fmt::format("bound_{}_order_us", order)];
+    const double rc = j[fmt::format("bound_recompute_{}_order_us", order)];
+    EXPECT_LE(rc, swap_only) << order;
+    EXPECT_GE(rc, ideal * (1 - 1e-12)) << order;
+  }
+  const double rc_search = j["bound_recompute_search_order_us"];
+  EXPECT_GE(j["methods"][0]["iteration_us"].get<double>(), rc_search * (1 - 1e-9));
 }
 
 }  // namespace

@@ -64,5 +64,70 @@ TEST(Bounds, PersistentTensorsNeededLaterCount) {
   EXPECT_EQ(t.off_device_bytes, 150);
 }
 
+// Note [Recompute bound] on the chain of TransferBoundByHand (budget 200 B):
+// a need not cross the link when op0 may run again (its recompute costs
+// 1 us, which the bound leaves out), so nothing must: the compute bound,
+// 4 us. When op0 may not run again (recompute: false), a must be copied out
+// and back as without recomputation: 201 us at op2.
+TEST(Bounds, RecomputeBoundByHand) {
+  testing::GraphBuilder b;
+  auto a = b.tensor(100, TensorKind::kActivation);
+  auto bb = b.tensor(100, TensorKind::kActivation);
+  auto c = b.tensor(100, TensorKind::kActivation);
+  b.op({}, {a});
+  b.op({}, {bb});
+  b.op({bb}, {c});
+  b.op({a, c}, {});
+  DeviceProfile d;
+  d.h2d_gbps = d.d2h_gbps = 0.001;
+  d.duplex_gbps = 0.002;
+  const std::vector<double> times(4, 1.0);
+  const TimeBound free = time_bound(b.g, program_order(4), times, d, 200, true);
+  EXPECT_EQ(free.transfer_us, 0);
+  EXPECT_EQ(free.bound_us(), 4);
+  b.g.ops[0].recompute = false;
+  const TimeBound kept = time_bound(b.g, program_order(4), times, d, 200, true);
+  EXPECT_EQ(kept.transfer_us, 201);
+  EXPECT_EQ(kept.at_op, 2);
+  EXPECT_EQ(kept.off_device_bytes, 100);
+  // Another op that may not run again changes nothing: b is touched by op2
+  // (it is on the device anyway) and dead after it.
+  b.g.ops[0].recompute = true;
+  b.g.ops[1].recompute = false;
+  EXPECT_EQ(time_bound(b.g, program_order(4), times, d, 200, true).bound_us(), 4);
+}
+
+// Parameters cross the link whatever is recomputed. w (100 B) is read by
+// op0 and op3 and a by op3 only; budget 200 B. At op2 (touches b and c:
+// 200 B) a may be remade, but w, needed by op3, is off the device:
+//   in >= 200 + 0 + 100 - 200 = 100 B after op2: T >= 2 + 1 + max(1, 100) = 103 us.
+// Swap-only, a must cross too: in >= 400 - 200 = 200 B, out >= 100 B:
+//   T >= max(2, 100) + 1 + max(1, 200) = 301 us.
+TEST(Bounds, RecomputeBoundCountsParameters) {
+  testing::GraphBuilder b;
+  auto w = b.tensor(100, TensorKind::kParam);
+  auto a = b.tensor(100, TensorKind::kActivation);
+  auto bb = b.tensor(100, TensorKind::kActivation);
+  auto c = b.tensor(100, TensorKind::kActivation);
+  b.op({w}, {a});
+  b.op({}, {bb});
+  b.op({bb}, {c});
+  b.op({w, a}, {});
+  b.op({c}, {});
+  DeviceProfile d;
+  d.h2d_gbps = d.d2h_gbps = 0.001;
+  d.duplex_gbps = 0.002;
+  const std::vector<double> times(5, 1.0);
+  const TimeBound rc = time_bound(b.g, program_order(5), times, d, 200, true);
+  EXPECT_EQ(rc.at_op, 2);
+  EXPECT_EQ(rc.off_device_bytes, 100);
+  EXPECT_EQ(rc.transfer_us, 2 + 1 + 100);
+  const TimeBound swap_only = time_bound(b.g, program_order(5), times, d, 200);
+  EXPECT_EQ(swap_only.at_op, 2);
+  EXPECT_EQ(swap_only.off_device_bytes, 200);
+  EXPECT_EQ(swap_only.transfer_us, 100 + 1 + 200);
+  EXPECT_LE(rc.bound_us(), swap_only.bound_us());
+}
+
 }  // namespace
 }  // namespace sa

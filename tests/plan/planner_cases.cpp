@@ -177,6 +177,12 @@ void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& 
             EXPECT_GE(s.iteration_us, tb.bound_us() * (1 - 1e-9))
                 << what << ": beats its lower bound (transfer " << tb.transfer_us << " us at op "
                 << tb.at_op << ", " << tb.off_device_bytes << " B in)";
+            // Nor the bound whatever it recomputes (Note [Recompute bound]).
+            const TimeBound rc = time_bound(g, p.order, op_us, dev, budget, true);
+            EXPECT_GE(s.iteration_us, rc.bound_us() * (1 - 1e-9))
+                << what << ": beats its recompute bound (" << rc.off_device_bytes << " B in at op "
+                << rc.at_op << ")";
+            EXPECT_LE(rc.bound_us(), tb.bound_us() * (1 + 1e-12)) << what;
             if (out && rng() % 4 == 0) out->push_back({what, std::move(p)});
           }
         }
