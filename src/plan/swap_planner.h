@@ -50,14 +50,17 @@
 // ranges, each held by a tenancy or free (remembering its last tenant's
 // release: position and steps), and free runs indexed by size. Before op i,
 // the items it needs that are not on the device get ranges, the largest
-// first: of the smallest free runs that fit, the one released earliest (its
-// previous tenant's copies are the likeliest done); else a window evicted
-// around the best victims, as Belady would choose (the window whose
-// earliest next use is furthest, among those whose victims' last use leaves
-// time for their copies, then the one that evicts the fewest bytes). When
-// the op's own resident items cut the arena into runs too small for the rest
+// first: of the free runs that fit (up to 32 of them, the smallest first),
+// the one released earliest (its previous tenant's copies are the likeliest
+// done), so a larger run released earlier beats a smaller later one; else a
+// window evicted around the best victims, as Belady would choose (the
+// window whose earliest next use is furthest, among those whose victims'
+// last use leaves time for their copies, then the one that evicts the
+// fewest bytes; a window grows to the right of its victim first). When the
+// op's own resident items cut the arena into runs too small for the rest
 // (first fit decreasing fails), they move: all of the op's items are laid
-// out one after the other from offset 0. A tenancy's first step waits for
+// out one after the other from offset 0, the largest first, and whatever
+// else is in the way is evicted. A tenancy's first step waits for
 // the release of every range it takes (last compute step, swap-out or drop):
 //
 //   time:     0   1   2   3   4   5  (op positions)
