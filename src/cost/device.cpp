@@ -48,17 +48,21 @@ const std::vector<DeviceProfile>& builtins() {
        "FP8 1979 TFLOP/s dense), HBM3e 4.8 TB/s, 141 GB (10^9). PCIe 5.0 x16 as for the H100. "
        "Replace with a measured profile from scripts/gpu-check.",
        495, 989, 989, 1979},
-      {"gh200-96gb", int64_t{96} * 1000 * 1000 * 1000, 360, 360, 720, 67, 4000, 0.6, 0.75, 4,
+      {"gh200-96gb", int64_t{96} * 1000 * 1000 * 1000, 416, 170, 586, 67, 4000, 0.6, 0.75, 4,
        "NVIDIA GH200 Grace Hopper datasheet: the H100's compute (FP32 67, TF32 495, FP16/BF16 989, "
        "FP8 1979 TFLOP/s dense), 96 GB HBM3 at 4 TB/s, NVLink-C2C 900 GB/s total (450 each way) "
-       "to the Grace CPU's LPDDR5X. Assumed, not measured: copies reach 80% of C2C, 360 GB/s one "
-       "way and 720 GB/s both ways. Replace with a measured profile from scripts/gpu-check.",
+       "to the Grace CPU's LPDDR5X. "Host link measured elsewhere on GH200 (Megatron-LM issue 6491): host-to-GPU copies reach "
+       "411-421 GB/s, GPU-to-host about 170 GB/s; taken as 416 and 170, and both at once as their "
+       "sum (C2C is full duplex, each way under its 450). Replace with a measured profile from "
+       "`swapadvisor bandwidth` or scripts/gpu-check.",
        495, 989, 989, 1979},
-      {"gh200-144gb", int64_t{144} * 1000 * 1000 * 1000, 360, 360, 720, 67, 4900, 0.6, 0.75, 4,
+      {"gh200-144gb", int64_t{144} * 1000 * 1000 * 1000, 416, 170, 586, 67, 4900, 0.6, 0.75, 4,
        "NVIDIA GH200 Grace Hopper datasheet, HBM3e version: the H100's compute (FP32 67, TF32 495, "
        "FP16/BF16 989, FP8 1979 TFLOP/s dense), 144 GB HBM3e at 4.9 TB/s, NVLink-C2C 900 GB/s "
-       "total (450 each way). Assumed, not measured: copies reach 80% of C2C, 360 GB/s one way "
-       "and 720 GB/s both ways. Replace with a measured profile from scripts/gpu-check.",
+       "total (450 each way). "Host link measured elsewhere on GH200 (Megatron-LM issue 6491): host-to-GPU copies reach "
+       "411-421 GB/s, GPU-to-host about 170 GB/s; taken as 416 and 170, and both at once as their "
+       "sum (C2C is full duplex, each way under its 450). Replace with a measured profile from "
+       "`swapadvisor bandwidth` or scripts/gpu-check.",
        495, 989, 989, 1979},
   };
   return kBuiltins;

@@ -25,6 +25,14 @@ TEST(Device, BuiltinsArePresentAndSane) {
   EXPECT_EQ(v100.d2h_gbps, 12);
   EXPECT_EQ(v100.duplex_gbps, 20);
   EXPECT_DOUBLE_EQ(v100.h2d_bytes_per_us(), 12000);
+  // GH200's host link is asymmetric (measured elsewhere, docs/devices.md):
+  // host to GPU 416 GB/s, GPU to host 170 GB/s, both at once their sum.
+  for (const char* name : {"gh200-96gb", "gh200-144gb"}) {
+    const DeviceProfile gh = load_device(name);
+    EXPECT_EQ(gh.h2d_gbps, 416) << name;
+    EXPECT_EQ(gh.d2h_gbps, 170) << name;
+    EXPECT_EQ(gh.duplex_gbps, 586) << name;
+  }
 }
 
 TEST(Device, JsonRoundTrip) {
