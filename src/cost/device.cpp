@@ -51,7 +51,8 @@ const std::vector<DeviceProfile>& builtins() {
       {"gh200-96gb", int64_t{96} * 1000 * 1000 * 1000, 416, 170, 586, 67, 4000, 0.6, 0.75, 4,
        "NVIDIA GH200 Grace Hopper datasheet: the H100's compute (FP32 67, TF32 495, FP16/BF16 989, "
        "FP8 1979 TFLOP/s dense), 96 GB HBM3 at 4 TB/s, NVLink-C2C 900 GB/s total (450 each way) "
-       "to the Grace CPU's LPDDR5X. "Host link measured elsewhere on GH200 (Megatron-LM issue 6491): host-to-GPU copies reach "
+       "to the Grace CPU's LPDDR5X. "
+       "Host link measured elsewhere on GH200 (Megatron-LM issue 6491): host-to-GPU copies reach "
        "411-421 GB/s, GPU-to-host about 170 GB/s; taken as 416 and 170, and both at once as their "
        "sum (C2C is full duplex, each way under its 450). Replace with a measured profile from "
        "`swapadvisor bandwidth` or scripts/gpu-check.",
@@ -59,7 +60,8 @@ const std::vector<DeviceProfile>& builtins() {
       {"gh200-144gb", int64_t{144} * 1000 * 1000 * 1000, 416, 170, 586, 67, 4900, 0.6, 0.75, 4,
        "NVIDIA GH200 Grace Hopper datasheet, HBM3e version: the H100's compute (FP32 67, TF32 495, "
        "FP16/BF16 989, FP8 1979 TFLOP/s dense), 144 GB HBM3e at 4.9 TB/s, NVLink-C2C 900 GB/s "
-       "total (450 each way). "Host link measured elsewhere on GH200 (Megatron-LM issue 6491): host-to-GPU copies reach "
+       "total (450 each way). "
+       "Host link measured elsewhere on GH200 (Megatron-LM issue 6491): host-to-GPU copies reach "
        "411-421 GB/s, GPU-to-host about 170 GB/s; taken as 416 and 170, and both at once as their "
        "sum (C2C is full duplex, each way under its 450). Replace with a measured profile from "
        "`swapadvisor bandwidth` or scripts/gpu-check.",
