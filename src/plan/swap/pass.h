@@ -235,11 +235,11 @@ class SwapPlanner::Pass {
   // Note [Memory policies] (walk.cpp): the room for an item, and who must
   // leave first.
   struct Room {
-    bool found = false;               // false: none, whoever leaves
-    int64_t at = -1;                  // placed: the offset
-    ObjectId object = kNoObject;      // pool: the victim's object, which x takes
-    std::span<const ItemId> victims;  // to evict first
-    bool again = false;               // packed: ask again once they have left
+    bool found = false;                    // false: none, whoever leaves
+    int64_t at = -1;                       // placed: the offset
+    ObjectId object = kNoObject;           // pool: the victim's object, which x takes
+    std::span<const ItemId> victims = {};  // to evict first
+    bool again = false;                    // packed: ask again once they have left
   };
   Room find_room(ItemId x, int i, bool swap_in);
   ObjectId take_room(ItemId x, const Room& r, bool swap_in);
