@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "cost/device.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
 #include "util/error.h"
@@ -32,11 +33,50 @@ struct TempDir {
   std::string operator/(const std::string& f) const { return (path / f).string(); }
 };
 
+// A link of 1 byte per microsecond each way and 2 both at once: copy
+// times a test works out by hand.
+inline DeviceProfile unit_link() {
+  DeviceProfile d;
+  d.h2d_gbps = 0.001;  // 1 B/us
+  d.d2h_gbps = 0.001;
+  d.duplex_gbps = 0.002;
+  return d;
+}
+
 // A step's op or tensor, whichever its kind has (for tests that compare
 // steps of any kind), and the step with another subject.
 inline int32_t subject_of(const Step& s) {
   return s.runs_op() ? s.op() : s.tensor();
 }
+// A plan's steps on one line: "C3" for op 3's compute step, "R3" for its
+// recompute, "in2", "out2", "drop2" for tensor 2's copies and drop.
+inline std::string describe_steps(const Plan& p) {
+  std::string s;
+  for (const Step& st : p.steps) {
+    if (!s.empty()) s += " ";
+    switch (st.kind) {
+      case StepKind::kCompute:
+        s += "C";
+        break;
+      case StepKind::kRecompute:
+        s += "R";
+        break;
+      case StepKind::kSwapIn:
+        s += "in";
+        break;
+      case StepKind::kSwapOut:
+        s += "out";
+        break;
+      case StepKind::kDrop:
+        s += "drop";
+        break;
+    }
+    s +=
+        std::to_string(subject_of(st));  // apart: g++ 12 warns (-Wrestrict) on "C" + to_string(...)
+  }
+  return s;
+}
+
 inline Step with_subject(const Step& s, int32_t subject) {
   Step r = Step::of(s.kind, subject, s.object);
   r.wait_begin = s.wait_begin;

@@ -227,23 +227,6 @@ bool order_copies_by_deadline(const Graph& g, const Plan& p, std::span<const int
 
 namespace {
 
-// The writer's order within one key (Note [Swap planning]): the compute
-// steps (a recompute before the op it serves), then the releases (swap-outs
-// and drops), then the swap-ins.
-int rank_of(StepKind k) {
-  switch (k) {
-    case StepKind::kCompute:
-    case StepKind::kRecompute:
-      return 0;
-    case StepKind::kSwapOut:
-    case StepKind::kDrop:
-      return 1;
-    case StepKind::kSwapIn:
-      return 2;
-  }
-  return 0;
-}
-
 // *p with its steps in the order `order` (order[k]: the step that goes
 // k-th), every wait renumbered and the recompute steps' objects laid out
 // again in the new order. The search calls this once per evaluation: the

@@ -61,6 +61,24 @@ bool order_copies_by_deadline(const Graph& g, const Plan& p, std::span<const int
                               std::span<const double> op_us, const DeviceProfile& d, Simulator& sim,
                               CopyOrder* out);
 
+// The order of steps within one key (Note [Swap planning]): the compute
+// steps (a recompute before the op it serves, emitted first), then the
+// releases (swap-outs and drops), then the swap-ins. The walk's writer and
+// the copy-order stage sort on (key, rank_of).
+inline int rank_of(StepKind k) {
+  switch (k) {
+    case StepKind::kCompute:
+    case StepKind::kRecompute:
+      return 0;
+    case StepKind::kSwapOut:
+    case StepKind::kDrop:
+      return 1;
+    case StepKind::kSwapIn:
+      return 2;
+  }
+  return 0;
+}
+
 // Where a step of a plan written in release order stands (Note [Copy
 // order]): the position of its release (key), and the order in which the
 // walk made it (made: distinct per step), which breaks ties as the walk's

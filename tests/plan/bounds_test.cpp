@@ -7,13 +7,8 @@
 namespace sa {
 namespace {
 
-// op0: a = f()   op1: b = g()   op2: c = h(a, b) ... a chain where a waits.
-// Budget 200 B, 1 B/us each way, 1 us per op. At op2 (creates c, reads b),
-// a is live (read again by op3) but not touched: live transients a, b, c =
-// 300, so at least 300 - 200 = 100 B of a are off the device during op2:
-// copied out before it (100 us) and back after it (100 us).
-//   T >= 100 + 1 + 100 = 201 us, at op2.
-TEST(Bounds, TransferBoundByHand) {
+// op0: a = f()   op1: b = g()   op2: c = h(b)   op3: k(a, c): a waits.
+testing::GraphBuilder chain() {
   testing::GraphBuilder b;
   auto a = b.tensor(100, TensorKind::kActivation);
   auto bb = b.tensor(100, TensorKind::kActivation);
@@ -22,9 +17,18 @@ TEST(Bounds, TransferBoundByHand) {
   b.op({}, {bb});
   b.op({bb}, {c});
   b.op({a, c}, {});
-  DeviceProfile d;
-  d.h2d_gbps = d.d2h_gbps = 0.001;
-  d.duplex_gbps = 0.002;
+  return b;
+}
+
+// The chain above.
+// Budget 200 B, 1 B/us each way, 1 us per op. At op2 (creates c, reads b),
+// a is live (read again by op3) but not touched: live transients a, b, c =
+// 300, so at least 300 - 200 = 100 B of a are off the device during op2:
+// copied out before it (100 us) and back after it (100 us).
+//   T >= 100 + 1 + 100 = 201 us, at op2.
+TEST(Bounds, TransferBoundByHand) {
+  testing::GraphBuilder b = chain();
+  const DeviceProfile d = testing::unit_link();
   const std::vector<double> times(4, 1.0);
   const TimeBound t = time_bound(b.g, program_order(4), times, d, 200);
   EXPECT_EQ(t.compute_us, 4);
@@ -54,9 +58,7 @@ TEST(Bounds, PersistentTensorsNeededLaterCount) {
   b.op({}, {bb});
   b.op({bb}, {c});
   b.op({w, a, c}, {});
-  DeviceProfile d;
-  d.h2d_gbps = d.d2h_gbps = 0.001;
-  d.duplex_gbps = 0.002;
+  const DeviceProfile d = testing::unit_link();
   const std::vector<double> times(4, 1.0);
   const TimeBound t = time_bound(b.g, program_order(4), times, d, 250);
   EXPECT_EQ(t.transfer_us, 201);
@@ -70,17 +72,8 @@ TEST(Bounds, PersistentTensorsNeededLaterCount) {
 // 4 us. When op0 may not run again (recompute: false), a must be copied out
 // and back as without recomputation: 201 us at op2.
 TEST(Bounds, RecomputeBoundByHand) {
-  testing::GraphBuilder b;
-  auto a = b.tensor(100, TensorKind::kActivation);
-  auto bb = b.tensor(100, TensorKind::kActivation);
-  auto c = b.tensor(100, TensorKind::kActivation);
-  b.op({}, {a});
-  b.op({}, {bb});
-  b.op({bb}, {c});
-  b.op({a, c}, {});
-  DeviceProfile d;
-  d.h2d_gbps = d.d2h_gbps = 0.001;
-  d.duplex_gbps = 0.002;
+  testing::GraphBuilder b = chain();
+  const DeviceProfile d = testing::unit_link();
   const std::vector<double> times(4, 1.0);
   const TimeBound free = time_bound(b.g, program_order(4), times, d, 200, true);
   EXPECT_EQ(free.transfer_us, 0);
@@ -114,9 +107,7 @@ TEST(Bounds, RecomputeBoundCountsParameters) {
   b.op({bb}, {c});
   b.op({w, a}, {});
   b.op({c}, {});
-  DeviceProfile d;
-  d.h2d_gbps = d.d2h_gbps = 0.001;
-  d.duplex_gbps = 0.002;
+  const DeviceProfile d = testing::unit_link();
   const std::vector<double> times(5, 1.0);
   const TimeBound rc = time_bound(b.g, program_order(5), times, d, 200, true);
   EXPECT_EQ(rc.at_op, 2);

@@ -61,20 +61,6 @@ GraphBuilder ops_and_tensors(int ops, std::vector<int64_t> bytes) {
   return b;
 }
 
-int rank_in_release_order(StepKind k) {
-  switch (k) {
-    case StepKind::kCompute:
-    case StepKind::kRecompute:
-      return 0;
-    case StepKind::kSwapOut:
-    case StepKind::kDrop:
-      return 1;
-    case StepKind::kSwapIn:
-      return 2;
-  }
-  return 0;
-}
-
 // p written again as the planner writes it (plan/swap/writer.cpp): each
 // stream's copies take that stream's places in the picked order, with their
 // new keys, and the steps are sorted on (key, rank), stably.
@@ -91,8 +77,8 @@ Plan written_in_picked_order(const Plan& p, std::vector<int32_t> key, const Copy
     ++next[lane];
   }
   std::stable_sort(visit.begin(), visit.end(), [&](StepId a, StepId b) {
-    return std::pair(key[a], rank_in_release_order(p.steps[a].kind)) <
-           std::pair(key[b], rank_in_release_order(p.steps[b].kind));
+    return std::pair(key[a], rank_of(p.steps[a].kind)) <
+           std::pair(key[b], rank_of(p.steps[b].kind));
   });
   std::vector<StepId> new_id(p.num_steps());
   for (StepId k = 0; k < p.num_steps(); ++k)

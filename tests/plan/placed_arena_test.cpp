@@ -23,41 +23,6 @@ namespace {
 
 using testing::GraphBuilder;
 
-DeviceProfile placed_arena_link() {
-  DeviceProfile d;
-  d.h2d_gbps = 0.001;  // 1 B/us
-  d.d2h_gbps = 0.001;
-  d.duplex_gbps = 0.002;
-  return d;
-}
-
-// "C3" for op 3's compute step, "out2"/"in2"/"drop2" for tensor 2's copies.
-std::string placed_steps(const Plan& p) {
-  std::string s;
-  for (const Step& st : p.steps) {
-    if (!s.empty()) s += " ";
-    switch (st.kind) {
-      case StepKind::kCompute:
-        s += "C";
-        break;
-      case StepKind::kRecompute:
-        s += "R";
-        break;
-      case StepKind::kSwapIn:
-        s += "in";
-        break;
-      case StepKind::kSwapOut:
-        s += "out";
-        break;
-      case StepKind::kDrop:
-        s += "drop";
-        break;
-    }
-    s += std::to_string(testing::subject_of(st));
-  }
-  return s;
-}
-
 // The plan's objects as (offset, bytes).
 std::vector<std::pair<int64_t, int64_t>> object_ranges(const Plan& p) {
   std::vector<std::pair<int64_t, int64_t>> r;
@@ -91,7 +56,7 @@ Plan plan_placed(const Graph& g, PlanResult* result) {
   validate_graph(g, "placed arena case");
   const SizeTable t = make_size_table(g);
   const std::vector<double> times(g.num_ops(), 1.0);
-  SwapPlanner planner(g, t, times, placed_arena_link());
+  SwapPlanner planner(g, t, times, testing::unit_link());
   PlannerOptions opt;
   opt.layout = MemoryLayout::kPlaced;
   Plan p;
@@ -157,7 +122,7 @@ TEST(PlacedArena, EarliestReleasedRunAndBeladyWindowByHand) {
   const Plan p = plan_placed(b.g, &planned);
   ASSERT_TRUE(planned.ok);
   EXPECT_EQ(planned.arena_bytes, 100);
-  EXPECT_EQ(placed_steps(p), "C0 C1 C2 C3 out2 C4 C5 in2 C6");
+  EXPECT_EQ(testing::describe_steps(p), "C0 C1 C2 C3 out2 C4 C5 in2 C6");
   EXPECT_EQ(object_ranges(p), (std::vector<std::pair<int64_t, int64_t>>{
                                   {0, 40}, {40, 40}, {80, 20}, {0, 20}, {20, 80}}));
   // Access objects: outputs, then inputs.
@@ -179,7 +144,7 @@ TEST(PlacedArena, EarliestReleasedRunAndBeladyWindowByHand) {
   EXPECT_EQ(waits_set(p, in_c), (std::vector<StepId>{out_c, find_step(p, StepKind::kCompute, 5)}));
   EXPECT_EQ(waits_set(p, find_step(p, StepKind::kCompute, 6)), std::vector<StepId>{in_c});
   const SimResult s =
-      Simulator().run(b.g, p, std::vector<double>(7, 1.0), placed_arena_link(), {true});
+      Simulator().run(b.g, p, std::vector<double>(7, 1.0), testing::unit_link(), {true});
   ASSERT_TRUE(s.ok) << s.error;
   EXPECT_EQ(s.iteration_us, 87);
   EXPECT_EQ(s.peak_device_bytes, 100);
@@ -231,7 +196,7 @@ TEST(PlacedArena, ResidentsThatCutTheArenaMoveByHand) {
   const Plan p = plan_placed(b.g, &planned);
   ASSERT_TRUE(planned.ok);
   EXPECT_EQ(planned.arena_bytes, 100);
-  EXPECT_EQ(placed_steps(p), "C0 out1 out2 in1 in2 C1 C2 C3 C4");
+  EXPECT_EQ(testing::describe_steps(p), "C0 out1 out2 in1 in2 C1 C2 C3 C4");
   EXPECT_EQ(object_ranges(p), (std::vector<std::pair<int64_t, int64_t>>{
                                   {0, 40}, {40, 20}, {60, 10}, {0, 70}, {70, 20}, {90, 10}}));
   EXPECT_EQ(objects_of_op(p, 0), (std::vector<ObjectId>{0, 1, 2}));  // p, r, q
@@ -257,7 +222,7 @@ TEST(PlacedArena, ResidentsThatCutTheArenaMoveByHand) {
             (std::vector<StepId>{out_r, out_q, in_r}));
   EXPECT_EQ(waits_set(p, find_step(p, StepKind::kCompute, 3)), std::vector<StepId>{in_q});
   const SimResult s =
-      Simulator().run(b.g, p, std::vector<double>(5, 1.0), placed_arena_link(), {true});
+      Simulator().run(b.g, p, std::vector<double>(5, 1.0), testing::unit_link(), {true});
   ASSERT_TRUE(s.ok) << s.error;
   EXPECT_EQ(s.iteration_us, 53);
   EXPECT_EQ(s.peak_device_bytes, 100);

@@ -12,41 +12,7 @@ namespace sa {
 namespace {
 
 using testing::GraphBuilder;
-
-DeviceProfile unit_link() {
-  DeviceProfile d;
-  d.h2d_gbps = 0.001;  // 1 B/us
-  d.d2h_gbps = 0.001;
-  d.duplex_gbps = 0.002;
-  return d;
-}
-
-std::string describe(const Plan& p) {
-  std::string s;
-  for (const Step& st : p.steps) {
-    if (!s.empty()) s += " ";
-    switch (st.kind) {
-      case StepKind::kCompute:
-        s += "C";
-        break;
-      case StepKind::kRecompute:
-        s += "R";
-        break;
-      case StepKind::kSwapIn:
-        s += "in";
-        break;
-      case StepKind::kSwapOut:
-        s += "out";
-        break;
-      case StepKind::kDrop:
-        s += "drop";
-        break;
-    }
-    s += std::to_string(
-        testing::subject_of(st));  // apart: g++ 12 warns (-Wrestrict) on "C" + to_string(...)
-  }
-  return s;
-}
+using testing::unit_link;
 
 // Four 100-byte activations, two objects, 1 us per op:
 //   op0: a = f()   op1: b = g(a)   op2: c = h(b)   op3: d = k(c)   op4: m(a, d)
@@ -73,7 +39,7 @@ TEST(SwapPlanner, BeladyEvictsFurthestAndSwapsInEarly) {
   Plan p;
   const PlanResult planned = planner.plan(program_order(5), Allocation{{0}, {2}}, 200, {}, &p);
   ASSERT_TRUE(planned.ok) << planned.why;
-  EXPECT_EQ(describe(p), "C0 C1 out0 C2 C3 in0 C4");
+  EXPECT_EQ(testing::describe_steps(p), "C0 C1 out0 C2 C3 in0 C4");
   Simulator sim;
   const SimResult r = sim.run(b.g, p, times, unit_link(), {true});
   ASSERT_TRUE(r.ok) << r.error;
@@ -114,7 +80,7 @@ TEST(SwapPlanner, DeadlineOrderCopiesTheMostUrgentFirst) {
   PlannerOptions release;
   release.deadline_copy_order = false;
   ASSERT_TRUE(planner.plan(program_order(6), Allocation{{0, 1}, {1, 1}}, 30, release, &p).ok);
-  EXPECT_EQ(describe(p), "C0 C1 out1 in3 C2 in2 C3 drop2 C4 drop3 in1 C5");
+  EXPECT_EQ(testing::describe_steps(p), "C0 C1 out1 in3 C2 in2 C3 drop2 C4 drop3 in1 C5");
   SimResult r = sim.run(b.g, p, times, unit_link());
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.iteration_us, 94);
@@ -123,11 +89,11 @@ TEST(SwapPlanner, DeadlineOrderCopiesTheMostUrgentFirst) {
   // The walk writes release order whatever the option says; the copy-order
   // stage (Note [Planning stages]) puts the copies in deadline order.
   ASSERT_TRUE(planner.plan(program_order(6), Allocation{{0, 1}, {1, 1}}, 30, {}, &p).ok);
-  EXPECT_EQ(describe(p), "C0 C1 out1 in3 C2 in2 C3 drop2 C4 drop3 in1 C5");
+  EXPECT_EQ(testing::describe_steps(p), "C0 C1 out1 in3 C2 in2 C3 drop2 C4 drop3 in1 C5");
   SimResult picked;
   ASSERT_TRUE(
       put_copies_in_deadline_order(b.g, planner.last_keys(), times, unit_link(), sim, &p, &picked));
-  EXPECT_EQ(describe(p), "C0 C1 out1 C2 in2 in3 C3 drop2 C4 drop3 in1 C5");
+  EXPECT_EQ(testing::describe_steps(p), "C0 C1 out1 C2 in2 in3 C3 drop2 C4 drop3 in1 C5");
   r = sim.run(b.g, p, times, unit_link());
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.iteration_us, 64);
@@ -169,14 +135,14 @@ TEST(SwapPlanner, SteadyStateKeepsPersistentTensorsResident) {
   SwapPlanner planner(b.g, t, times, unit_link());
   Plan p;
   ASSERT_TRUE(planner.plan(program_order(3), Allocation{{0}, {4}}, 40, {}, &p).ok);
-  EXPECT_EQ(describe(p), "in1 C0 C1 drop1 C2");
+  EXPECT_EQ(testing::describe_steps(p), "in1 C0 C1 drop1 C2");
   ASSERT_EQ(p.initial_resident.size(), 1u);
   EXPECT_EQ(p.initial_resident[0].tensor, w);
 
   PlannerOptions cold;
   cold.steady_state = false;
   ASSERT_TRUE(planner.plan(program_order(3), Allocation{{0}, {4}}, 40, cold, &p).ok);
-  EXPECT_EQ(describe(p), "in0 in1 C0 C1 drop1 C2 out0");
+  EXPECT_EQ(testing::describe_steps(p), "in0 in1 C0 C1 drop1 C2 out0");
   EXPECT_TRUE(p.initial_resident.empty());
 }
 
@@ -223,11 +189,11 @@ TEST(SwapPlanner, APassBetweenDropsFromTheResidentSetWhatTheIterationEvicts) {
   PlannerOptions opt;
   ASSERT_TRUE(planner.plan(program_order(4), Allocation{{0}, {4}}, 40, opt, &p0).ok);
   EXPECT_EQ(resident(p0), (std::vector<TensorId>{w, m}));
-  EXPECT_EQ(describe(p0), "out1 in2 C0 drop2 in2 C1 C2 drop2 in1 C3 out1 in1");
+  EXPECT_EQ(testing::describe_steps(p0), "out1 in2 C0 drop2 in2 C1 C2 drop2 in1 C3 out1 in1");
   opt.max_passes = 1;
   ASSERT_TRUE(planner.plan(program_order(4), Allocation{{0}, {4}}, 40, opt, &p1).ok);
   EXPECT_EQ(resident(p1), (std::vector<TensorId>{w}));
-  EXPECT_EQ(describe(p1), "in2 C0 C1 C2 drop2 in1 C3 out1");
+  EXPECT_EQ(testing::describe_steps(p1), "in2 C0 C1 C2 drop2 in1 C3 out1");
   const SimResult s0 = sim.run(b.g, p0, times, unit_link());
   const SimResult s1 = sim.run(b.g, p1, times, unit_link());
   ASSERT_TRUE(s0.ok && s1.ok) << s0.error << s1.error;

@@ -60,20 +60,6 @@ struct TempStep {
   int32_t obj_end = 0;
 };
 
-inline int rank_of(StepKind k) {
-  switch (k) {
-    case StepKind::kCompute:
-    case StepKind::kRecompute:  // before the compute step it serves (emitted first)
-      return 0;
-    case StepKind::kSwapOut:
-    case StepKind::kDrop:
-      return 1;
-    case StepKind::kSwapIn:
-      return 2;
-  }
-  return 0;
-}
-
 // A time on the (key, rank) axis, for the lifetimes of arena tenancies:
 // key -1 (the start) is 0..2, position i is 3(i+1)..3(i+1)+2.
 inline int32_t when(int32_t key, StepKind k) {
