@@ -30,7 +30,7 @@ MethodResult run_method(const std::string& name, const Problem& problem,
     r.evaluations = s.evaluations;
     r.from = std::move(s.from);
     r.search = MethodResult::SearchStats{s.seeds_seconds, s.seeds_cut, s.best_seed_us,
-                                         s.longest_evaluation_s};
+                                         s.longest_evaluation_s, s.repeats};
     return r;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -87,7 +87,8 @@ nlohmann::json method_result_json(const MethodResult& r) {
   if (r.search) {
     j["search"] = {{"seeds_seconds", r.search->seeds_seconds},
                    {"seeds_cut", r.search->seeds_cut},
-                   {"longest_evaluation_s", r.search->longest_evaluation_s}};
+                   {"longest_evaluation_s", r.search->longest_evaluation_s},
+                   {"repeats", r.search->repeats}};
     // JSON has no infinity: a search none of whose seeds planned has none.
     if (std::isfinite(r.search->best_seed_us)) j["search"]["best_seed_us"] = r.search->best_seed_us;
   }

@@ -45,6 +45,7 @@ struct MethodResult {
     bool seeds_cut = false;           // the time budget ended among the seeds
     double best_seed_us = 0;          // the fastest seed's iteration time (inf: none planned)
     double longest_evaluation_s = 0;  // the slowest single evaluation
+    int64_t repeats = 0;              // evaluations answered from the cache
   };
   std::optional<SearchStats> search;
 };

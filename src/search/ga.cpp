@@ -111,6 +111,7 @@ SearchResult Search::run() {
     result.best_seed_us = std::min(result.best_seed_us, c.time_us);
   for (const auto& w : workers_)
     result.longest_evaluation_s = std::max(result.longest_evaluation_s, w->slowest_s);
+  result.repeats = cache_.hits();
   return result;
 }
 

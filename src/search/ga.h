@@ -196,6 +196,7 @@ struct SearchOptions {
   double cnt_sigma = 0.2;         // CNT mutation: relative standard deviation
   double budget_move_prob = 0.5;  // chance that a child's allocation gets a budget move
   double elite_fraction = 0.5;    // share of pairs that are the best twice (pure mutation)
+  bool cache = true;  // Note [Evaluation cache]; false: every repeat planned again (same plan)
   // Plans the search returns instead of its own where one is faster (the
   // baselines' in compare: Note [Search time]).
   std::vector<SeedPlan> plans;
@@ -214,6 +215,7 @@ struct SearchResult {
   double seeds_seconds = 0;                                       // time spent planning the seeds
   bool seeds_cut = false;           // the time budget ended before every seed was planned
   double longest_evaluation_s = 0;  // the slowest single evaluation
+  int64_t repeats = 0;              // evaluations answered from the cache (Note [Evaluation cache])
   std::string from;                 // a SeedPlan's name when its plan was returned
 };
 

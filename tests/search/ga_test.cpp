@@ -95,6 +95,22 @@ TEST_P(GeneticSearchWith, SameSeedSamePlanWhateverTheThreads) {
   EXPECT_NE(a.history, e.history);
 }
 
+// Note [Evaluation cache]: repeats answered from the cache give the plan that
+// planning them again gives, with the same evaluations counted.
+TEST_P(GeneticSearchWith, TheEvaluationCacheChangesNoPlan) {
+  for (uint64_t graph_seed : {11, 13}) {
+    const Case p(testing::random_training_graph(graph_seed, 30), 0.4);
+    SearchOptions o = evals(400, 2, 1, GetParam());
+    const SearchResult cached = p.run(o);
+    o.cache = false;
+    const SearchResult planned = p.run(o);
+    expect_same_plan(cached, planned);
+    EXPECT_EQ(cached.evaluations, planned.evaluations);
+    EXPECT_GT(cached.repeats, 0) << "graph " << graph_seed;  // elite copies repeat their parent
+    EXPECT_EQ(planned.repeats, 0);
+  }
+}
+
 TEST_P(GeneticSearchWith, NeverWorseThanTheSeedAndImprovesWhereItCan) {
   for (uint64_t graph_seed : {3, 5}) {
     const Case p(testing::random_training_graph(graph_seed, 30), 0.4);

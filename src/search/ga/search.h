@@ -26,6 +26,7 @@
 #include "plan/allocation.h"
 #include "plan/planner.h"
 #include "search/alloc_ops.h"
+#include "search/ga/eval_cache.h"
 #include "search/rng.h"
 #include "search/schedule.h"
 #include "util/error.h"
@@ -80,8 +81,9 @@ struct Context {
 
 // Per-thread state: the planner and simulator keep reusable buffers.
 struct Worker {
-  explicit Worker(const Context& c)
+  Worker(const Context& c, EvalCache* shared)
       : ctx(c),
+        cache(shared),
         planner(c.pb),
         sched(c.pb.dataflow),
         alloc_ops(c.pb.graph, c.pb.sizes, c.pb.budget, c.size_cap) {}
@@ -106,12 +108,21 @@ struct Worker {
   // what the planner said. The fastest plan this worker made is kept with
   // its candidate, so the search need not plan its best again at the end
   // (one evaluation of a big graph takes seconds: Note [Search time]).
+  // A candidate planned before is answered from the cache (Note
+  // [Evaluation cache]) unless the caller wants what the planner said.
   double evaluate(const Candidate& x, PlanResult* planned = nullptr) {
     const auto t0 = Clock::now();
+    const GeneKey key = expressed_key(x);
+    if (!planned && ctx.opt.cache)
+      if (const std::optional<double> t = cache->find(key)) {
+        ++count;
+        return *t;
+      }
     PlanResult local;
     PlanResult& r = planned ? *planned : local;
     r = plan_candidate(x, &plan, &simulated);
     const double t = r.ok && simulated.ok ? simulated.iteration_us : kInf;
+    cache->put(key, t);
     if (t < best_us) {
       best_us = t;
       best_plan = plan;
@@ -123,7 +134,28 @@ struct Worker {
     return t;
   }
 
+  // Note [Evaluation cache]: the genes plan_candidate reads, hashed.
+  GeneKey expressed_key(const Candidate& x) const {
+    GeneHasher h;
+    h.add_all<OpId>(x.order);
+    const bool placed = ctx.arena() && x.layout != MemoryLayout::kSizeClass;
+    h.add(ctx.arena() ? static_cast<uint64_t>(x.layout) + 1 : 0);
+    if (!placed) {
+      h.add_all<ClassId>(x.alloc.cls);
+      h.add_all<int32_t>(x.alloc.cnt);
+    }
+    const bool own = x.recomputes && !x.recompute.empty();
+    h.add(own);
+    if (own) h.add_all<uint8_t>(x.recompute);
+    if (own || ctx.opt.planner.recompute) {  // what else recomputation reads
+      h.add(x.dtr);
+      h.add(static_cast<uint64_t>(x.dead_depth));
+    }
+    return h.key();
+  }
+
   const Context& ctx;
+  EvalCache* cache;  // shared by the workers
   Planner planner;
   SimResult simulated;  // the last evaluation's simulation
   Simulator sim;        // the best plan's, with its timeline
@@ -204,7 +236,7 @@ class Search {
   explicit Search(Context& ctx)
       : ctx_(ctx), opt_(ctx.opt), m_(ctx.pb.graph.num_ops()), recompute_(opt_.recompute) {
     for (int i = 0; i < std::max(1, opt_.threads); ++i)
-      workers_.push_back(std::make_unique<Worker>(ctx_));
+      workers_.push_back(std::make_unique<Worker>(ctx_, &cache_));
     start_ = last_report_ = Clock::now();
     if (opt_.time_budget_s > 0)
       deadline_ = start_ + std::chrono::duration_cast<Clock::duration>(
@@ -260,6 +292,7 @@ class Search {
   const SearchOptions& opt_;
   const int m_;
   bool recompute_;  // Note [Recompute genes]; false also when no seed gains by it
+  EvalCache cache_;  // Note [Evaluation cache]; before workers_, which point to it
   std::vector<std::unique_ptr<Worker>> workers_;
   Clock::time_point start_, deadline_, last_report_;
   bool reported_ = false;
