@@ -291,7 +291,7 @@ class Search {
   Context& ctx_;
   const SearchOptions& opt_;
   const int m_;
-  bool recompute_;  // Note [Recompute genes]; false also when no seed gains by it
+  bool recompute_;   // Note [Recompute genes]; false also when no seed gains by it
   EvalCache cache_;  // Note [Evaluation cache]; before workers_, which point to it
   std::vector<std::unique_ptr<Worker>> workers_;
   Clock::time_point start_, deadline_, last_report_;
