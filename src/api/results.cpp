@@ -1,7 +1,7 @@
 #include "api/results.h"
 
 #include "plan/data_parallel.h"
-#include "report/stalls.h"
+#include "plan/stalls.h"
 
 namespace sa::api {
 

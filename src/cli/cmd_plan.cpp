@@ -6,7 +6,7 @@
 #include "cli/planning.h"
 #include "plan/data_parallel.h"
 #include "plan/plan_io.h"
-#include "report/stalls.h"
+#include "plan/stalls.h"
 #include "report/trace.h"
 #include "util/error.h"
 #include "util/json.h"

@@ -8,7 +8,7 @@
 
 #include "methods/methods.h"
 #include "report/labels.h"
-#include "report/stalls.h"
+#include "plan/stalls.h"
 #include "report/traffic.h"
 #include "util/error.h"
 #include "util/json.h"

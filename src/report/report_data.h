@@ -38,7 +38,7 @@
 //             top: {op, start_ns, idle_ns,
 //             culprit_kind (StepKind, -1: none), culprit_tensor (-1: none),
 //             culprit_start_ns}, by_tensor: {tensor, idle_ns, stalls, via_in,
-//             via_out}} from attribute_stalls() (report/stalls.h), longest first
+//             via_out}} from attribute_stalls() (plan/stalls.h), longest first
 //   sweep     only with ReportInput::sweep: every SweepResult field
 //             (methods/sweep.h), target and target_budget null when unset, and
 //             points: {budget, feasible, why, iteration_us, throughput,

@@ -9,7 +9,7 @@
 #include "methods/methods.h"
 #include "report/class_memory.h"
 #include "report/labels.h"
-#include "report/stalls.h"
+#include "plan/stalls.h"
 #include "util/error.h"
 #include "util/file_io.h"
 #include "util/json.h"

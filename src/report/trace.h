@@ -9,7 +9,7 @@
 // Counter tracks: device bytes in use (SimResult::memory) and the bytes in
 // use per size class (report/class_memory.h). Times are microseconds, as the
 // simulator's. A compute step that stalled says, in its args, how long and on
-// which copy (report/stalls.h).
+// which copy (plan/stalls.h).
 
 #include <string>
 

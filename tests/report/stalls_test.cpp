@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "plan_fixture.h"
-#include "report/stalls.h"
+#include "plan/stalls.h"
 #include "report/traffic.h"
 
 namespace sa {

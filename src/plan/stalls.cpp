@@ -1,4 +1,4 @@
-#include "report/stalls.h"
+#include "plan/stalls.h"
 
 #include <algorithm>
 #include <unordered_map>
