@@ -94,6 +94,7 @@ MethodOptions method_options(const PlanningArgs& args) {
   o.planner.layout = args.arena_layout == "packed" ? MemoryLayout::kPacked : MemoryLayout::kPlaced;
   o.allocator = m.allocator;
   o.recompute = !args.no_recompute;
+  o.local_share = args.local_moves;
   return m;
 }
 

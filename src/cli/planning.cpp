@@ -53,6 +53,11 @@ void add_planning_options(CLI::App* app, PlanningArgs* args) {
       ->capture_default_str();
   app->add_flag("--no-recompute", a.no_recompute,
                 "plan swaps only: never drop a tensor to run its op again (Note [Recomputation])");
+  app->add_option("--local-moves", a.local_moves,
+                  "the search's share of children that are its best plan with one change where "
+                  "it stalls (Note [Stall-guided moves]); 0: crossover and mutation only")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   app->add_option("--data-parallel", a.data_parallel,
                   "plan one rank of N training data-parallel: gradients all-reduced on the "
                   "device's collective link, host links shared (docs/devices.md)")

@@ -128,6 +128,10 @@ constexpr NumberField kFp8{"fp8_tflops", false, 1e-6, 1e6, "TFLOP/s"};
 constexpr NumberField kCollective{"collective_gbps", false, kMinGbps, kMaxLinkGbps, "GB/s"};
 constexpr NumberField kCollectiveLatency{"collective_latency_us", false, 0, 1e6, "us"};
 constexpr NumberField kGpusPerLink{"gpus_per_host_link", false, 1, 1024, ""};
+constexpr NumberField kNvmeRead{"nvme_read_gbps", false, kMinGbps, kMaxLinkGbps, "GB/s"};
+constexpr NumberField kNvmeWrite{"nvme_write_gbps", false, kMinGbps, kMaxLinkGbps, "GB/s"};
+constexpr NumberField kNvmeLatency{"nvme_latency_us", false, 0, 1e6, "us"};
+constexpr NumberField kNvmeDepth{"nvme_queue_depth", false, 1, 4096, ""};
 
 // A number field within its range, or fallback when it is optional and absent.
 double number(const FieldReader& r, const json& doc, const NumberField& f, double fallback) {
@@ -215,6 +219,17 @@ DeviceProfile parse_device(const std::string& text, const std::string& origin) {
   if (gpus != std::floor(gpus))
     r.fail("gpus_per_host_link", fmt::format("expected a whole number, got {}", gpus));
   d.gpus_per_host_link = static_cast<int>(gpus);
+  // The NVMe tier: both bandwidths or neither.
+  d.nvme_read_gbps = number(r, doc, kNvmeRead, 0);
+  d.nvme_write_gbps = number(r, doc, kNvmeWrite, 0);
+  if ((d.nvme_read_gbps > 0) != (d.nvme_write_gbps > 0))
+    r.fail(d.nvme_read_gbps > 0 ? "nvme_write_gbps" : "nvme_read_gbps",
+           "an NVMe tier needs both nvme_read_gbps and nvme_write_gbps");
+  d.nvme_latency_us = number(r, doc, kNvmeLatency, d.has_nvme() ? 100 : 0);
+  const double depth = number(r, doc, kNvmeDepth, d.has_nvme() ? 32 : 0);
+  if (depth != std::floor(depth))
+    r.fail("nvme_queue_depth", fmt::format("expected a whole number, got {}", depth));
+  d.nvme_queue_depth = static_cast<int>(depth);
   if (d.duplex_gbps < std::max(d.h2d_gbps, d.d2h_gbps))
     throw Error(origin + ": duplex_gbps must be at least the faster single direction");
   if (const std::string* source = r.optional_string(doc, "", "source")) d.source = *source;
@@ -243,6 +258,12 @@ std::string device_to_json(const DeviceProfile& d) {
        {std::pair{"tf32_tflops", d.tf32_tflops}, std::pair{"fp16_tflops", d.fp16_tflops},
         std::pair{"bf16_tflops", d.bf16_tflops}, std::pair{"fp8_tflops", d.fp8_tflops}})
     if (v > 0) j[key] = v;
+  if (d.has_nvme()) {  // absent means "no NVMe tier"
+    j["nvme_read_gbps"] = d.nvme_read_gbps;
+    j["nvme_write_gbps"] = d.nvme_write_gbps;
+    j["nvme_latency_us"] = d.nvme_latency_us;
+    j["nvme_queue_depth"] = d.nvme_queue_depth;
+  }
   return j.dump(2) + "\n";
 }
 

@@ -59,6 +59,17 @@ struct DeviceProfile {
   double collective_latency_us = 0;
   int gpus_per_host_link = 1;
 
+  // The NVMe tier (docs/devices.md, "NVMe tier"): an SSD or RAID on the host
+  // where tensors go when host memory is short (issue 30). Sequential
+  // bandwidths of large O_DIRECT requests, the latency of one request, and
+  // the requests the runtime keeps in flight. nvme_read_gbps 0: no NVMe tier
+  // (every profile without the fields, as before).
+  double nvme_read_gbps = 0;
+  double nvme_write_gbps = 0;
+  double nvme_latency_us = 0;
+  int nvme_queue_depth = 0;
+  bool has_nvme() const { return nvme_read_gbps > 0 && nvme_write_gbps > 0; }
+
   // Bytes per microsecond, the simulator's unit (1 GB/s = 1000 B/us).
   double h2d_bytes_per_us() const { return h2d_gbps * 1e3; }
   double d2h_bytes_per_us() const { return d2h_gbps * 1e3; }

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "methods/methods.h"
-#include "report/labels.h"
 #include "plan/stalls.h"
+#include "report/labels.h"
 #include "report/traffic.h"
 #include "util/error.h"
 #include "util/json.h"

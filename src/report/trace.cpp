@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "methods/methods.h"
+#include "plan/stalls.h"
 #include "report/class_memory.h"
 #include "report/labels.h"
-#include "plan/stalls.h"
 #include "util/error.h"
 #include "util/file_io.h"
 #include "util/json.h"

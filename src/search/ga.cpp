@@ -83,8 +83,12 @@ SearchResult Search::run() {
     const int want = 4 * static_cast<int>(pairs_.size());
     kids_.assign(want, Candidate{});
     const int count = batch_size(want);
+    // The last children are stall-guided moves, made here in order (Note
+    // [Stall-guided moves]); where there are fewer, crossover makes the rest.
+    const int first_local = want - static_cast<int>(opt_.local_share * want);
+    const int local = make_local_moves(*workers_[0], want - first_local, &kids_[first_local]);
     const auto ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
-      make_child(w, gen, k, kids_[k]);
+      if (k < first_local || k >= first_local + local) make_child(w, gen, k, kids_[k]);
       kids_[k].time_us = w.evaluate(kids_[k]);
     });
     kids_.resize(count);

@@ -196,6 +196,9 @@ struct SearchOptions {
   double cnt_sigma = 0.2;         // CNT mutation: relative standard deviation
   double budget_move_prob = 0.5;  // chance that a child's allocation gets a budget move
   double elite_fraction = 0.5;    // share of pairs that are the best twice (pure mutation)
+  // Note [Stall-guided moves]: the share of each generation's children that
+  // are the best candidate with one move where it stalls; 0: none.
+  double local_share = 1.0 / 16;
   bool cache = true;  // Note [Evaluation cache]; false: every repeat planned again (same plan)
   // Plans the search returns instead of its own where one is faster (the
   // baselines' in compare: Note [Search time]).

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "plan_fixture.h"
 #include "plan/stalls.h"
+#include "plan_fixture.h"
 #include "report/traffic.h"
 
 namespace sa {

@@ -4,7 +4,27 @@
 //   seeds.cpp   the seeds: bases (orders, layouts) planned first, repaired;
 //   evolve.cpp  new candidates: initial ones, children, mutations, selection;
 // search/ga.cpp runs the generations and keeps the best (Note [Search time]).
+//   local.cpp   stall-guided moves of the best candidate;
 // Only these files include this header.
+//
+// Note [Stall-guided moves]
+// -------------------------
+// Crossover and mutation change genes at random; the best candidate's
+// simulation says where a change pays. Each generation, a share of the
+// children (SearchOptions::local_share) are the best candidate with one
+// move, from its stalls (plan/stalls.h), the longest first:
+//   - recompute: a tensor whose swap-ins stalled the compute stream has its
+//     producer's recompute gene set (and the master gene on), where the op
+//     may run again: made once each;
+//   - delay: an op that stalled moves later, past the ops after it that do
+//     not depend on it, for the time it stalled (its copy gets that much
+//     compute to hide behind; the planner also issues the copies of the ops
+//     moved before it first). Each time the list runs out the delays double,
+//     up to 16x.
+// The best is simulated again with a timeline when it changes (one plan per
+// new best, not counted as an evaluation). The moves are made by the
+// search's thread before the children are evaluated, so the plan still
+// depends only on the seed and the evaluations. (Measured: docs/search.md.)
 
 #include "search/ga.h"
 
@@ -279,6 +299,15 @@ class Search {
   void mutate_alloc(Worker& w, Rng& rng, Allocation& a);
   void mutate_recompute(Rng& rng, std::vector<uint8_t>& genes) const;
   void select_pairs(Rng& rng);
+  // Note [Stall-guided moves] (local.cpp).
+  struct Move {
+    enum Kind : uint8_t { kRecompute, kDelay } kind;
+    OpId op;         // the producer to recompute, or the op to delay
+    double idle_us;  // the stall behind the move
+  };
+  int make_local_moves(Worker& w, int want, Candidate* out);
+  void analyse_best(Worker& w, const Candidate& b);
+  bool delay_op(std::vector<OpId>& order, OpId o, double us);
   void select_survivors(Rng& rng);
   double best_time() const;
   const Candidate& best() const;
@@ -306,6 +335,11 @@ class Search {
   std::vector<Candidate> pop_, kids_;
   std::vector<Pair> pairs_;
   std::vector<double> history_;
+  Candidate analysed_;              // the candidate whose stalls moves_ lists
+  std::vector<Move> moves_;         // Note [Stall-guided moves]
+  size_t move_cursor_ = 0;          // the next move to make
+  std::vector<int32_t> succ_mark_;  // delay_op: the op's successors, by stamp
+  int32_t succ_stamp_ = 0;
 };
 
 bool same_genes(const Candidate& a, const Candidate& b);
