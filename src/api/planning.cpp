@@ -52,6 +52,14 @@ PlanningInputs load_planning_inputs(const PlanningArgs& args, std::optional<Grap
   } else {
     in.budget = in.device.memory_bytes;
   }
+  if (!args.host_memory.empty()) {
+    const auto h = parse_bytes(args.host_memory);
+    if (!h || *h < 1)
+      throw Error(
+          fmt::format("--host-memory: cannot read '{}' as a size of at least one byte (e.g. 64GiB)",
+                      args.host_memory));
+    in.host_budget = *h;
+  }
   // A plan's own budget (report, sweep's placeholder) was checked when it was asked for.
   if (!budget && in.budget > in.device.memory_bytes && !args.any_budget)
     throw Error(fmt::format(
@@ -92,6 +100,9 @@ MethodOptions method_options(const PlanningArgs& args) {
   if (!args.quiet) o.progress = stderr_search_progress();
   o.planner.deadline_copy_order = args.copy_order == "deadline";
   o.planner.layout = args.arena_layout == "packed" ? MemoryLayout::kPacked : MemoryLayout::kPlaced;
+  o.planner.host_policy = args.host_policy == "first-evicted"   ? HostTierPolicy::kFirstEvicted
+                          : args.host_policy == "fewest-copies" ? HostTierPolicy::kFewestCopies
+                                                                : HostTierPolicy::kLeastStall;
   o.allocator = m.allocator;
   o.recompute = !args.no_recompute;
   o.local_share = args.local_moves;

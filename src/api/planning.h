@@ -22,8 +22,10 @@ inline constexpr double kMaxTimeBudgetS = 1e6;
 struct PlanningArgs {
   GraphSource source;
   std::string device = "v100-16gb";
-  std::string memory;          // --memory SIZE
-  double memory_fraction = 0;  // --memory-fraction F
+  std::string memory;       // --memory SIZE
+  std::string host_memory;  // --host-memory SIZE (Note [Host tier]); empty: unlimited
+  std::string host_policy = "least-stall";  // or fewest-copies, first-evicted (HostTierPolicy)
+  double memory_fraction = 0;               // --memory-fraction F
   double time_budget_s = 0;
   int64_t evaluations = 0;
   int threads = 0;  // 0: all hardware threads
@@ -48,6 +50,7 @@ struct PlanningInputs {
   DeviceProfile device;
   int64_t budget = 0;
   int64_t peak_live = 0;
+  int64_t host_budget = 0;  // --host-memory (Note [Host tier]); 0: unlimited
   std::optional<int64_t>
       batch;        // samples per iteration of one rank, when known (an input's shape[0])
   DataParallel dp;  // what the graph and device are one rank of

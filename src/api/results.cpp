@@ -1,9 +1,28 @@
 #include "api/results.h"
 
 #include "plan/data_parallel.h"
+#include "plan/host_tier.h"
 #include "plan/stalls.h"
 
 namespace sa::api {
+
+namespace {
+
+// Note [Host tier]: what the plan keeps in host memory and on NVMe, and what
+// crosses the NVMe link. Every plan has the host figure; the rest only with
+// a host budget.
+void add_host_fields(const Graph& g, const Plan& p, const SimResult& s, nlohmann::json* j) {
+  const HostUse u = host_use(g, p);
+  (*j)["host_bytes"] = u.total();
+  if (p.host_budget <= 0) return;
+  j->update({{"host_budget_bytes", p.host_budget},
+             {"nvme_tensors", p.nvme_tensors.size()},
+             {"nvme_bytes", u.nvme_bytes},
+             {"nvme_read_bytes", s.nvme_read_bytes},
+             {"nvme_write_bytes", s.nvme_write_bytes}});
+}
+
+}  // namespace
 
 nlohmann::json plan_json(const PlanningInputs& in, const Problem& problem, const MethodResult& r) {
   const SimResult& s = r.sim;
@@ -20,6 +39,7 @@ nlohmann::json plan_json(const PlanningInputs& in, const Problem& problem, const
             {"memory_budget_bytes", in.budget},
             {"search_seconds", r.planning_seconds},
             {"evaluations", r.evaluations}});
+  add_host_fields(in.graph, r.plan, s, &j);
   if (const nlohmann::json m = method_result_json(r); m.contains("search"))
     j["search"] = m["search"];
   if (in.batch) j["samples_per_s"] = *in.batch / (s.iteration_us * 1e-6);
@@ -59,6 +79,7 @@ nlohmann::json compare_json(const PlanningInputs& in, const Problem& problem, co
     nlohmann::json j = method_result_json(r);
     if (r.feasible) {
       j["throughput_vs_ideal"] = problem.ideal_us / r.sim.iteration_us;
+      add_host_fields(in.graph, r.plan, r.sim, &j);
       if (in.batch) j["samples_per_s"] = *in.batch / (r.sim.iteration_us * 1e-6);
     }
     methods.push_back(j);

@@ -23,7 +23,7 @@ constexpr const char* kNoLimitNote =
 
 void run_compare(const PlanningArgs& args) {
   const PlanningInputs in = load_planning_inputs(args);
-  const Problem problem(in.graph, in.device, in.budget, args.compute_scale, in.dp);
+  const Problem problem(in.graph, in.device, in.budget, args.compute_scale, in.dp, in.host_budget);
   print_warnings(problem.warnings);
   const api::Comparison cmp = api::compare_methods(in, problem, method_options(args));
   if (args.json) {

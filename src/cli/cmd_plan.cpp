@@ -25,7 +25,8 @@ struct PlanArgs {
 
 void run_plan(const PlanArgs& args) {
   const PlanningInputs in = load_planning_inputs(args.planning);
-  const Problem problem(in.graph, in.device, in.budget, args.planning.compute_scale, in.dp);
+  const Problem problem(in.graph, in.device, in.budget, args.planning.compute_scale, in.dp,
+                        in.host_budget);
   print_warnings(problem.warnings);
   const MethodResult r = run_method(args.method, problem, method_options(args.planning));
   if (!r.feasible)

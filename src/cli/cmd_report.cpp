@@ -76,7 +76,8 @@ void run_report(ReportArgs args) {
     r.name = r.plan.method.empty() ? "plan" : r.plan.method;
     origin = fmt::format("read from {}", std::filesystem::path(args.plan).filename().string());
   }
-  const Problem problem(in.graph, in.device, in.budget, args.planning.compute_scale, in.dp);
+  const Problem problem(in.graph, in.device, in.budget, args.planning.compute_scale, in.dp,
+                        in.host_budget);
   print_warnings(problem.warnings);
 
   if (given_plan) {

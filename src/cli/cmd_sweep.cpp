@@ -62,7 +62,8 @@ void run_sweep(SweepArgs args) {
     // The report draws the plan at the target's budget (else the peak) beside
     // the baselines, with the sweep above.
     const int64_t budget = r.target_budget.value_or(r.peak_live);
-    const Problem pb(in.graph, in.device, budget, args.planning.compute_scale, in.dp);
+    const Problem pb(in.graph, in.device, budget, args.planning.compute_scale, in.dp,
+                     in.host_budget);
     std::vector<MethodResult> methods = run_methods(pb, o.method);
     in.budget = budget;
     const ReportInput report{

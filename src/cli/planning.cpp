@@ -21,6 +21,19 @@ void add_planning_options(CLI::App* app, PlanningArgs* args) {
                                "budget as a fraction of the graph's peak live bytes")
                    ->check(number_in(1e-6, 1e6));
   mem->excludes(frac);
+  app->add_option("--host-memory", a.host_memory,
+                  "host memory budget for what leaves the device, e.g. 64GiB (default: "
+                  "unlimited); what does not fit goes to the device profile's NVMe tier (Note "
+                  "[Host tier], docs/devices.md)")
+      ->check(non_empty());
+  app->add_option("--host-policy", a.host_policy,
+                  "with --host-memory: which host slots go to NVMe first: least-stall (those whose "
+                  "slower copies would stall least per byte, from a simulation), fewest-copies "
+                  "(copied least often per byte) or first-evicted (host memory kept in the order "
+                  "tensors first leave the device, the rest to NVMe: the static baseline; Note "
+                  "[Host tier])")
+      ->check(CLI::IsMember({"least-stall", "fewest-copies", "first-evicted"}))
+      ->capture_default_str();
   app->add_option(
          "--time-budget", a.time_budget_s,
          fmt::format("search time in seconds, at most {:g} (default 10 s)", kMaxTimeBudgetS))

@@ -104,6 +104,8 @@ int64_t Plan::arena_bytes() const {
 void Plan::clear() {
   method.clear();
   memory_budget = 0;
+  host_budget = 0;
+  nvme_tensors.clear();
   allocator = Allocator::kSizeClass;
   order.clear();
   pool.class_bytes.clear();

@@ -254,6 +254,10 @@ struct Plan {
   std::vector<ResidentTensor> initial_resident;
   std::vector<ObjectId> recompute_objects;  // the recompute steps' objects
   DataParallel data_parallel;               // one rank of a data-parallel run
+  // Note [Host tier] (plan/host_tier.h): bytes of host memory the plan may
+  // use (0: unlimited), and the tensors kept on NVMe instead (ascending).
+  int64_t host_budget = 0;
+  std::vector<TensorId> nvme_tensors;
 
   int num_steps() const { return static_cast<int>(steps.size()); }
   int num_objects() const { return static_cast<int>(objects.size()); }

@@ -112,6 +112,21 @@ class PlanReader : public PlanFieldReader {
     p.data_parallel = data_parallel(doc);
     p.memory_budget = integer(field(doc, "", "memory_budget"), "memory_budget", 0, INT64_MAX);
     p.order = ints<OpId>(field(doc, "", "order"), "order", m, 0, m - 1);
+    // Note [Host tier]: optional (version 2 files before them: unlimited).
+    if (doc.contains("host_budget")) {
+      p.host_budget = integer(doc["host_budget"], "host_budget", 1, INT64_MAX);
+      if (doc.contains("nvme_tensors")) {
+        const json& nv = array(doc["nvme_tensors"], "nvme_tensors");
+        p.nvme_tensors =
+            ints<TensorId>(nv, "nvme_tensors", static_cast<int64_t>(nv.size()), 0, n - 1);
+        if (!std::is_sorted(p.nvme_tensors.begin(), p.nvme_tensors.end()) ||
+            std::adjacent_find(p.nvme_tensors.begin(), p.nvme_tensors.end()) !=
+                p.nvme_tensors.end())
+          fail("nvme_tensors", "expected tensor ids in ascending order, each once");
+      }
+    } else if (doc.contains("nvme_tensors")) {
+      fail("nvme_tensors", "given without a host_budget");
+    }
     // No plan needs more objects than it can name: every access, step and
     // initial resident names one. A ceiling checked before anything is
     // allocated for them (a tiny file must not make us allocate gigabytes).
@@ -268,6 +283,9 @@ std::string plan_to_json(const Graph& g, const Plan& p) {
     out += fmt::format(
         "\"data_parallel\":{{\"ranks\":{},\"shard_optimizer\":{},\"bucket_bytes\":{}}},\n",
         p.data_parallel.ranks, p.data_parallel.shard_optimizer, p.data_parallel.bucket_bytes);
+  if (p.host_budget > 0)  // Note [Host tier]: absent means unlimited, nothing on NVMe
+    out += fmt::format("\"host_budget\":{},\n\"nvme_tensors\":[{}],\n", p.host_budget,
+                       fmt::join(p.nvme_tensors, ","));
   out += fmt::format("\"allocator\":\"{}\",\n", to_string(p.allocator));
   if (p.allocator == Allocator::kArena) {
     out += "\"objects\":[";

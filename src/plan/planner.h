@@ -8,6 +8,8 @@
 //   1. the walk (SwapPlanner, plan/swap/): every swap, drop, recompute and
 //      offset; the plan written in release order, with each step's key
 //      (SwapPlanner::last_keys);
+//   2a. the host tier (plan/host_tier.h): with a host budget, which host
+//      slots live on NVMe instead (Note [Host tier]);
 //   2. the copy order (plan/copy_order.h): with
 //      PlannerOptions::deadline_copy_order and no directives, the copies
 //      ordered by need, the plan written again; choosing that order

@@ -26,7 +26,7 @@ double compute_ideal_us(const Graph& g, const std::vector<double>& times) {
 }  // namespace
 
 Problem::Problem(const Graph& g, const DeviceProfile& d, int64_t b, double compute_scale,
-                 DataParallel dp)
+                 DataParallel dp, int64_t host_budget)
     : graph(g),
       device(d),
       dataflow(g),
@@ -34,6 +34,7 @@ Problem::Problem(const Graph& g, const DeviceProfile& d, int64_t b, double compu
       sizes(make_size_table(g)),
       budget(b),
       data_parallel(dp),
-      ideal_us(compute_ideal_us(g, op_us)) {}
+      ideal_us(compute_ideal_us(g, op_us)),
+      host_budget(host_budget) {}
 
 }  // namespace sa

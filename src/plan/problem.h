@@ -24,11 +24,14 @@ struct Problem {
   // cost model to measured throughput, as bench/paper-fig6 does).
   // A data-parallel problem's g is data_parallel_graph() of the model's
   // graph for dp (plan/data_parallel.h).
+  // host_budget: Note [Host tier] (0: unlimited).
   Problem(const Graph& g, const DeviceProfile& device, int64_t budget, double compute_scale = 1.0,
-          DataParallel dp = {});
+          DataParallel dp = {}, int64_t host_budget = 0);
   // A temporary would dangle (the Problem keeps references).
-  Problem(Graph&&, const DeviceProfile&, int64_t, double = 1.0, DataParallel = {}) = delete;
-  Problem(const Graph&, DeviceProfile&&, int64_t, double = 1.0, DataParallel = {}) = delete;
+  Problem(Graph&&, const DeviceProfile&, int64_t, double = 1.0, DataParallel = {},
+          int64_t = 0) = delete;
+  Problem(const Graph&, DeviceProfile&&, int64_t, double = 1.0, DataParallel = {},
+          int64_t = 0) = delete;
 
   const Graph& graph;
   const DeviceProfile& device;
@@ -39,6 +42,9 @@ struct Problem {
   const int64_t budget;
   const DataParallel data_parallel;  // one rank of this (ranks 1: not data-parallel)
   const double ideal_us;             // sum of op times
+  // Note [Host tier]: bytes of host memory a plan may use (0: unlimited, as
+  // the paper assumed); what does not fit goes to the device's NVMe tier.
+  const int64_t host_budget;
 };
 
 }  // namespace sa

@@ -39,6 +39,16 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
   }
   finish_.assign(num_steps, kUnknown);
   if (options.record_timeline) start_.assign(num_steps, 0);
+  if (!p.nvme_tensors.empty() && !d.has_nvme()) {
+    r.error = fmt::format(
+        "the plan keeps {} tensors on NVMe, and the device profile {} has no "
+        "NVMe tier (docs/devices.md)",
+        p.nvme_tensors.size(), d.name);
+    return r;
+  }
+  on_nvme_.assign(p.nvme_tensors.empty() ? 0 : g.num_tensors(), 0);
+  for (TensorId t : p.nvme_tensors)
+    on_nvme_[t] = 1;
 
   // The finish time of a step, or kUnknown. Drops finish with their last wait.
   size_t head[kNumStreams] = {};
@@ -105,9 +115,20 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
         }
         end_op[st] = now + t;
       } else {
-        const int64_t bytes = g.tensors[step.tensor()].bytes;
+        const TensorId t = step.tensor();
+        const int64_t bytes = g.tensors[t].bytes;
         remaining[st] = static_cast<double>(bytes);
         (st == 1 ? r.swap_in_bytes : r.swap_out_bytes) += bytes;
+        if (!on_nvme_.empty() && on_nvme_[t]) {
+          // Note [Host tier]: staged through the host chunk by chunk, the
+          // copy takes the slower of the link and NVMe, after one NVMe
+          // latency: as many bytes as the link moves in that time.
+          const double link = st == 1 ? h2d : d2h;
+          const double nvme = (st == 1 ? d.nvme_read_gbps : d.nvme_write_gbps) * 1e3;
+          remaining[st] =
+              static_cast<double>(bytes) * std::max(1.0, link / nvme) + d.nvme_latency_us * link;
+          (st == 1 ? r.nvme_read_bytes : r.nvme_write_bytes) += bytes;
+        }
       }
     }
     const bool both = active[1] >= 0 && active[2] >= 0;

@@ -53,6 +53,8 @@ struct SimResult {
   double stall_us = 0;       // time the compute stream waited on copies
   int64_t swap_in_bytes = 0;
   int64_t swap_out_bytes = 0;
+  int64_t nvme_read_bytes = 0;       // of the swap-ins, through NVMe (Note [Host tier])
+  int64_t nvme_write_bytes = 0;      // of the swap-outs
   int64_t peak_device_bytes = 0;     // with record_timeline only
   std::vector<StepTiming> timeline;  // per step, with record_timeline only
   std::vector<MemoryPoint> memory;   // with record_timeline only
@@ -89,6 +91,7 @@ class Simulator {
                      const DeviceProfile& d, const SimOptions& options, CopyPicker* picker);
 
   std::vector<StepId> queue_[kNumStreams];
+  std::vector<uint8_t> on_nvme_;  // per tensor: Plan::nvme_tensors (Note [Host tier])
   std::vector<double> finish_;
   std::vector<double> start_;
 };

@@ -185,6 +185,7 @@
 #include "graph/graph.h"
 #include "plan/allocation.h"
 #include "plan/copy_order.h"
+#include "plan/host_tier.h"
 #include "plan/packing.h"
 #include "plan/plan.h"
 
@@ -216,6 +217,9 @@ struct PlannerOptions {
   // (Note [Arena planning]): kPlaced or kPacked (plan() lays out size
   // classes whatever this says).
   MemoryLayout layout = MemoryLayout::kPlaced;
+  // Note [Host tier] (plan/host_tier.h): which host slots go to NVMe first
+  // when the Problem's host budget is short (the planner's stage 2a).
+  HostTierPolicy host_policy = HostTierPolicy::kLeastStall;
   // Note [Recomputation]: per op, 1 where the outputs may be dropped when
   // evicted and made again by running the op before their next use (null:
   // never); whether ops that draw random numbers may run again too (the

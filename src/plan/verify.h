@@ -36,6 +36,11 @@
 //       tensors are persistent (param, buffer, optimizer_state) and each
 //       object can hold its tensor (as S4); in an arena plan their objects do
 //       not overlap.
+//   S7  with a host budget (host_budget > 0), the host slots (Note [Host
+//       tier], plan/host_tier.h) of the tensors not in nvme_tensors, plus the
+//       NVMe staging when any tensor is there, take at most host_budget
+//       bytes; nvme_tensors are ascending tensor ids, each with a host slot.
+//       Without one, nvme_tensors is empty.
 // Order:
 //   O1  `order` is a topological order of the graph's dataflow DAG.
 //   O2  there is exactly one compute step per op, and the compute steps appear

@@ -53,7 +53,7 @@ std::tuple<std::string, Warnings, std::string> plan(const api::PlanningArgs& arg
                                                     const std::string& method) {
   py::gil_scoped_release unlocked;
   const api::PlanningInputs in = api::load_planning_inputs(args);
-  const Problem problem(in.graph, in.device, in.budget, args.compute_scale, in.dp);
+  const Problem problem(in.graph, in.device, in.budget, args.compute_scale, in.dp, in.host_budget);
   const MethodResult r = run_method(method, problem, api::method_options(args));
   if (!r.feasible) throw Error(fmt::format("{} cannot plan within the budget: {}", r.name, r.why));
   return {api::plan_json(in, problem, r).dump(), problem.warnings, plan_to_json(in.graph, r.plan)};
@@ -62,7 +62,7 @@ std::tuple<std::string, Warnings, std::string> plan(const api::PlanningArgs& arg
 std::tuple<std::string, Warnings> compare(const api::PlanningArgs& args) {
   py::gil_scoped_release unlocked;
   const api::PlanningInputs in = api::load_planning_inputs(args);
-  const Problem problem(in.graph, in.device, in.budget, args.compute_scale, in.dp);
+  const Problem problem(in.graph, in.device, in.budget, args.compute_scale, in.dp, in.host_budget);
   const api::Comparison c = api::compare_methods(in, problem, api::method_options(args));
   return {api::compare_json(in, problem, c).dump(), problem.warnings};
 }

@@ -1,13 +1,43 @@
 // S1-S6 (Note [Verified rules]): the plan's tables, objects and steps are
 // well formed before anything runs.
 
+#include "plan/host_tier.h"
 #include "plan/verify/verifier.h"
 
 namespace sa::verifier {
 
 bool Verifier::structure() {
   return structure_layout() && (arena_ ? structure_arena() : structure_classes()) &&
-         structure_accesses() && structure_steps() && structure_resident();
+         structure_accesses() && structure_steps() && structure_resident() && structure_host();
+}
+
+// S7: the host tier (Note [Host tier], plan/host_tier.h).
+bool Verifier::structure_host() {
+  if (p_.host_budget < 0) return fail("the host budget is negative ({} bytes)", p_.host_budget);
+  if (p_.host_budget == 0) {
+    if (!p_.nvme_tensors.empty())
+      return fail("the plan keeps {} tensors on NVMe without a host budget",
+                  p_.nvme_tensors.size());
+    return true;
+  }
+  const std::vector<uint8_t> slot = host_slots(g_, p_);
+  for (size_t i = 0; i < p_.nvme_tensors.size(); ++i) {
+    const TensorId t = p_.nvme_tensors[i];
+    if (t < 0 || t >= g_.num_tensors())
+      return fail("nvme_tensors[{}] is {}, not a tensor of the graph", i, t);
+    if (i > 0 && t <= p_.nvme_tensors[i - 1])
+      return fail("nvme_tensors is not in ascending order, each tensor once, at entry {}", i);
+    if (!slot[t])
+      return fail("{} is kept on NVMe, but never leaves the device (it has no host slot)",
+                  tensor(t));
+  }
+  const HostUse u = host_use(g_, p_);
+  if (u.total() > p_.host_budget)
+    return fail("the host slots take {} bytes{}, over the host budget of {} bytes", u.total(),
+                u.staging_bytes > 0 ? fmt::format(" with {} of NVMe staging", u.staging_bytes)
+                                    : std::string(),
+                p_.host_budget);
+  return true;
 }
 
 // S1: the allocator and the shape of the access tables.

@@ -124,6 +124,7 @@ class Verifier {
   bool structure_accesses();
   bool structure_steps();
   bool structure_resident();
+  bool structure_host();
   bool order();
   bool walk();
   bool end();

@@ -15,7 +15,8 @@ void Search::analyse_best(Worker& w, const Candidate& b) {
   move_cursor_ = 0;
   analysed_ = b;
   if (!w.plan_candidate(b, &w.plan).ok) return;
-  const SimResult s = w.sim.run(g, w.plan, ctx_.pb.op_us, ctx_.pb.device, {.record_timeline = true});
+  const SimResult s =
+      w.sim.run(g, w.plan, ctx_.pb.op_us, ctx_.pb.device, {.record_timeline = true});
   if (!s.ok) return;
   const StallReport r = attribute_stalls(g, w.plan, s.timeline);
   std::vector<Move> recompute, delay;

@@ -1,0 +1,150 @@
+#include "plan/host_tier.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "util/units.h"
+
+namespace sa {
+
+std::vector<uint8_t> host_slots(const Graph& g, const Plan& p) {
+  std::vector<uint8_t> slot(g.num_tensors(), 0);
+  for (TensorId t = 0; t < g.num_tensors(); ++t)
+    slot[t] = !is_transient(g.tensors[t].kind);
+  for (const ResidentTensor& r : p.initial_resident)
+    slot[r.tensor] = 0;  // its home between iterations is the device
+  for (const Step& s : p.steps)
+    if (s.kind == StepKind::kSwapOut) slot[s.tensor()] = 1;
+  return slot;
+}
+
+HostUse host_use(const Graph& g, const Plan& p) {
+  const std::vector<uint8_t> slot = host_slots(g, p);
+  HostUse u;
+  for (TensorId t = 0; t < g.num_tensors(); ++t)
+    if (slot[t]) u.slot_bytes += g.tensors[t].bytes;
+  for (TensorId t : p.nvme_tensors) {
+    u.slot_bytes -= g.tensors[t].bytes;
+    u.nvme_bytes += g.tensors[t].bytes;
+  }
+  if (!p.nvme_tensors.empty()) u.staging_bytes = kNvmeStagingBytes;
+  return u;
+}
+
+bool host_fits(const Graph& g, const Plan& p) {
+  return p.host_budget <= 0 || host_use(g, p).total() <= p.host_budget;
+}
+
+std::vector<double> nvme_stall_cost(const Graph& g, const Plan& p, const SimResult& sim,
+                                    const DeviceProfile& d) {
+  std::vector<double> cost(g.num_tensors(), 0.0);
+  if (!d.has_nvme() || static_cast<int>(sim.timeline.size()) != p.num_steps()) return cost;
+  // Each step's first waiter: the earliest start of a step that waits for it.
+  std::vector<double> first_waiter(p.num_steps(), sim.iteration_us);
+  for (StepId s = 0; s < p.num_steps(); ++s)
+    for (StepId w : p.waits_of(s))
+      first_waiter[w] = std::min(first_waiter[w], sim.timeline[s].start_us);
+  // A longer copy also delays the copies after it on its stream, up to the
+  // stream's next idle gap: a copy's slack is the least of its own and, past
+  // the gap to the next copy, the next copy's (computed from the last).
+  for (const StepKind kind : {StepKind::kSwapIn, StepKind::kSwapOut}) {
+    std::vector<StepId> copies;
+    for (StepId s = 0; s < p.num_steps(); ++s)
+      if (p.steps[s].kind == kind) copies.push_back(s);
+    std::stable_sort(copies.begin(), copies.end(), [&](StepId a, StepId b) {
+      return sim.timeline[a].start_us < sim.timeline[b].start_us;
+    });
+    const bool in = kind == StepKind::kSwapIn;
+    const double link = (in ? d.h2d_gbps : d.d2h_gbps) * 1e3;
+    const double nvme = (in ? d.nvme_read_gbps : d.nvme_write_gbps) * 1e3;
+    double later = std::numeric_limits<double>::infinity();  // the next copy's slack plus the gap
+    for (size_t k = copies.size(); k-- > 0;) {
+      const StepId s = copies[k];
+      const StepTiming& t = sim.timeline[s];
+      const double slack = std::min(std::max(0.0, first_waiter[s] - t.end_us), later);
+      if (k > 0) later = slack + std::max(0.0, t.start_us - sim.timeline[copies[k - 1]].end_us);
+      const double bytes = static_cast<double>(g.tensors[p.steps[s].tensor()].bytes);
+      const double added = bytes * std::max(0.0, 1.0 / nvme - 1.0 / link) + d.nvme_latency_us;
+      cost[p.steps[s].tensor()] += std::max(0.0, added - slack);
+    }
+  }
+  return cost;
+}
+
+bool place_on_nvme(const Graph& g, const DeviceProfile& d, HostTierPolicy policy,
+                   std::span<const double> stall_cost, Plan* p, std::string* why) {
+  p->nvme_tensors.clear();
+  if (p->host_budget <= 0) return true;
+  const int n = g.num_tensors();
+  const std::vector<uint8_t> slot = host_slots(g, *p);
+  int64_t host = 0;
+  for (TensorId t = 0; t < n; ++t)
+    if (slot[t]) host += g.tensors[t].bytes;
+  if (host <= p->host_budget) return true;
+  if (!d.has_nvme()) {
+    *why = fmt::format(
+        "its host slots take {} ({} B), over the host budget of {} ({} B), and the device "
+        "profile has no NVMe tier to put the rest on (docs/devices.md, \"NVMe tier\")",
+        format_bytes(host), host, format_bytes(p->host_budget), p->host_budget);
+    return false;
+  }
+  // Per slot: its copies in the plan, and the step that first copies it
+  // out (-1 for a persistent tensor at home on the host: out before the
+  // iteration began).
+  std::vector<int32_t> copies(n, 0), evicted_at(n, -1);
+  std::vector<uint8_t> home_on_host(n, 0);
+  for (TensorId t = 0; t < n; ++t)
+    home_on_host[t] = !is_transient(g.tensors[t].kind);
+  for (const ResidentTensor& r : p->initial_resident)
+    home_on_host[r.tensor] = 0;
+  for (StepId s = p->num_steps() - 1; s >= 0; --s) {  // backwards: the first copy-out stays
+    const Step& st = p->steps[s];
+    if (st.kind != StepKind::kSwapIn && st.kind != StepKind::kSwapOut) continue;
+    const TensorId t = st.tensor();
+    ++copies[t];
+    if (st.kind == StepKind::kSwapOut && !home_on_host[t]) evicted_at[t] = s;
+  }
+  std::vector<TensorId> order;  // the slots, the first to go to NVMe first
+  for (TensorId t = 0; t < n; ++t)
+    if (slot[t]) order.push_back(t);
+  auto bytes = [&](TensorId t) { return g.tensors[t].bytes; };
+  if (policy == HostTierPolicy::kLeastStall && static_cast<int>(stall_cost.size()) == n) {
+    // cost / bytes ascending: a.cost x b.bytes < b.cost x a.bytes.
+    std::stable_sort(order.begin(), order.end(), [&](TensorId a, TensorId b) {
+      const double l = stall_cost[a] * static_cast<double>(bytes(b));
+      const double r = stall_cost[b] * static_cast<double>(bytes(a));
+      return l != r ? l < r : bytes(a) > bytes(b);
+    });
+  } else if (policy != HostTierPolicy::kFirstEvicted) {
+    // copies / bytes ascending without division: a.copies x b.bytes < b.copies x a.bytes.
+    std::stable_sort(order.begin(), order.end(), [&](TensorId a, TensorId b) {
+      const __int128 l = static_cast<__int128>(copies[a]) * bytes(b);
+      const __int128 r = static_cast<__int128>(copies[b]) * bytes(a);
+      return l != r ? l < r : bytes(a) > bytes(b);
+    });
+  } else {
+    // Kept on the host in first-evicted order: the last evicted go first.
+    std::stable_sort(order.begin(), order.end(),
+                     [&](TensorId a, TensorId b) { return evicted_at[a] > evicted_at[b]; });
+  }
+  const int64_t room = p->host_budget - kNvmeStagingBytes;
+  for (TensorId t : order) {
+    if (host <= room) break;
+    p->nvme_tensors.push_back(t);
+    host -= bytes(t);
+  }
+  if (host > room) {
+    p->nvme_tensors.clear();
+    *why = fmt::format(
+        "the host budget of {} ({} B) does not hold the NVMe staging buffers ({}) beside "
+        "what must stay in host memory",
+        format_bytes(p->host_budget), p->host_budget, format_bytes(kNvmeStagingBytes));
+    return false;
+  }
+  std::sort(p->nvme_tensors.begin(), p->nvme_tensors.end());
+  return true;
+}
+
+}  // namespace sa

@@ -1,0 +1,94 @@
+#pragma once
+// Host memory and the NVMe tier (issue 30): where a tensor that leaves the
+// device is kept.
+//
+// Note [Host tier]
+// ----------------
+// A tensor has a host slot when the plan ever copies it out, or when it is
+// persistent (parameters, buffers, optimizer state, inputs) and not on the
+// device when the iteration starts: its home between iterations is then the
+// host. Each slot is the tensor's for the whole iteration, so what host
+// memory a plan needs is the sum of its slots, whatever the timing: the
+// runtime gives each its place in one pinned host arena, and the verifier
+// checks the sum against the plan's host budget without simulating. (Slots
+// whose lifetimes do not overlap could share bytes, as device objects do;
+// that is not done yet, so the figure is an upper bound.)
+//
+// With a host budget (Plan::host_budget, --host-memory) and a device
+// profile with an NVMe tier (DeviceProfile::has_nvme), the slots that do not
+// fit live in a file on NVMe instead: every copy of such a tensor goes
+// through a host staging buffer, chunk by chunk, so a swap-in reads NVMe
+// and copies to the device at once (at the slower of the two rates, after
+// one NVMe latency), and a swap-out the other way. The staging takes
+// kNvmeStagingBytes of host memory (two chunks in flight each way), counted
+// against the budget once any tensor is on NVMe.
+//
+// Which slots go to NVMe is the planner's stage 2a (plan/planner.h), after
+// the walk; three policies:
+//   - kLeastStall (the default): the plan is simulated without NVMe first;
+//     each slot's cost is what its copies would stall, summed: the time
+//     NVMe adds to each copy (bytes x (1/NVMe rate - 1/link rate) plus the
+//     latency) less the copy's slack: the time between its end and the
+//     first step that waits for it, or less where a longer copy would delay
+//     the copies after it on its stream (up to the stream's next idle gap).
+//     The slots that cost least per byte go first (ties: the larger first);
+//
+//       swap-in of a, 1 GB: link 0.1 s, NVMe adds 0.4 s; its reader starts
+//       1.0 s after it ends: slack 1.0 s, cost 0            -> a goes first
+//       swap-in of b, 1 GB: its reader waits for it: cost 0.4 s
+//
+//   - kFewestCopies: the slots whose copies cross the NVMe link least often
+//     per byte first (ties: the larger first);
+//   - kFirstEvicted: the slots kept in host memory in the order the plan
+//     first copies them out, the rest to NVMe (what static offload rules,
+//     such as ZeRO-Infinity's, amount to): the baseline the others are
+//     measured against (docs/results.md, "Host budget and NVMe").
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cost/device.h"
+#include "graph/graph.h"
+#include "plan/plan.h"
+#include "plan/simulator.h"
+
+namespace sa {
+
+inline constexpr int64_t kNvmeChunkBytes = int64_t{16} << 20;  // one staged NVMe transfer
+inline constexpr int64_t kNvmeStagingBytes = 4 * kNvmeChunkBytes;
+
+enum class HostTierPolicy : uint8_t { kLeastStall, kFewestCopies, kFirstEvicted };
+
+struct HostUse {
+  int64_t slot_bytes = 0;     // the host slots of the tensors not on NVMe
+  int64_t staging_bytes = 0;  // the NVMe staging buffers (0 without NVMe tensors)
+  int64_t nvme_bytes = 0;     // the NVMe slots
+  int64_t total() const { return slot_bytes + staging_bytes; }
+};
+
+// Per tensor, whether it has a host slot (Note [Host tier]).
+std::vector<uint8_t> host_slots(const Graph& g, const Plan& p);
+
+// What the plan's host slots take, with the plan's nvme_tensors on NVMe.
+HostUse host_use(const Graph& g, const Plan& p);
+
+// Whether the plan's host slots fit p.host_budget as they are (no budget:
+// they do).
+bool host_fits(const Graph& g, const Plan& p);
+
+// kLeastStall's cost of each tensor on NVMe, in us (Note [Host tier]), from
+// the plan's simulation with a timeline, without NVMe.
+std::vector<double> nvme_stall_cost(const Graph& g, const Plan& p, const SimResult& sim,
+                                    const DeviceProfile& d);
+
+// Stage 2a: moves slots to NVMe (p->nvme_tensors) until the host use fits
+// p->host_budget (0: unlimited, nothing moves). stall_cost: kLeastStall's
+// costs (nvme_stall_cost), ignored by the other policies. False, with the
+// reason in *why, when it cannot fit: the device has no NVMe tier, or even
+// with every slot on NVMe the staging does not fit.
+bool place_on_nvme(const Graph& g, const DeviceProfile& d, HostTierPolicy policy,
+                   std::span<const double> stall_cost, Plan* p, std::string* why);
+
+}  // namespace sa
