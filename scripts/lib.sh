@@ -15,6 +15,9 @@ SA_PACKAGES=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev libbench
              pybind11-dev python3-pybind11 python3-dev
              # OpenMPI: `mpirun -np N swapadvisor run` of data-parallel plans (docs/runtime.md)
              libopenmpi-dev openmpi-bin
+             # io_uring for the NVMe tier's store (docs/runtime.md, "The NVMe store");
+             # without it the store uses its threads engine
+             liburing-dev
              # scripts/check-format (run by scripts/test)
              clang-format)
 

@@ -1,10 +1,12 @@
 // `swapadvisor bandwidth`: measure the host↔device link (each way alone and
-// both at once) and the GEMM rate per math type (runtime/math_rates.h), and
+// both at once), the GEMM rate per math type (runtime/math_rates.h) and,
+// with --nvme, the NVMe tier (runtime/nvme/nvme_bandwidth.h), and
 // optionally write a device profile with them.
 
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include "runtime/backends.h"
 #include "runtime/bandwidth.h"
 #include "runtime/math_rates.h"
+#include "runtime/nvme/nvme_bandwidth.h"
 #include "util/error.h"
 #include "util/file_io.h"
 #include "util/json.h"
@@ -37,8 +40,59 @@ struct BandwidthArgs {
   int cuda_device = 0;
   std::string output;
   bool json = false;
-  int gemm = -1;  // GEMM size for the rate measurement; -1: the backend's default, 0: none
+  int gemm = -1;     // GEMM size for the rate measurement; -1: the backend's default, 0: none
+  std::string nvme;  // the NVMe tier's test file; empty: not measured
+  std::string nvme_bytes = "1GiB";
+  int nvme_queue_depth = 32;
+  std::string nvme_backend = "auto";
 };
+
+// The NVMe measurement writes, then reads, nvme_bytes in requests of
+// kNvmeRequest: at least two requests, and at most what a big SSD holds
+// spare.
+constexpr int64_t kNvmeRequest = int64_t{8} << 20;   // 8 MiB
+constexpr int64_t kMinNvmeBytes = 2 * kNvmeRequest;  // 16 MiB
+constexpr int64_t kMaxNvmeBytes = int64_t{1} << 40;  // 1 TiB
+
+// Measures the NVMe tier first, so that a bad --nvme path fails before the
+// link and GEMM measurements have taken their time.
+std::optional<runtime::NvmeMeasurement> measure_nvme_tier(const BandwidthArgs& args) {
+  if (args.nvme.empty()) return std::nullopt;
+  const auto bytes = parse_bytes(args.nvme_bytes);
+  if (!bytes) throw Error(fmt::format("--nvme-bytes: cannot read '{}' as a size", args.nvme_bytes));
+  if (*bytes < kMinNvmeBytes || *bytes > kMaxNvmeBytes)
+    throw Error(fmt::format("--nvme-bytes: {} is outside {} to {}", format_bytes(*bytes),
+                            format_bytes(kMinNvmeBytes), format_bytes(kMaxNvmeBytes)));
+  runtime::NvmeOptions o;
+  o.queue_depth = args.nvme_queue_depth;
+  o.backend = *runtime::parse_nvme_backend(args.nvme_backend);  // checked by CLI11
+  return runtime::measure_nvme(args.nvme, *bytes, o, kNvmeRequest);
+}
+
+void apply_nvme(DeviceProfile& p, const runtime::NvmeMeasurement& m) {
+  p.nvme_read_gbps = m.read_gbps;
+  p.nvme_write_gbps = m.write_gbps;
+  p.nvme_latency_us = m.latency_us;
+  p.nvme_queue_depth = m.queue_depth;
+}
+
+std::string nvme_source(const runtime::NvmeMeasurement& m, const std::string& path) {
+  return fmt::format(
+      "; NVMe tier measured at {} ({} engine, {} written then read in {} requests, "
+      "{} chunks of {} in flight)",
+      path, m.backend, format_bytes(m.bytes), format_bytes(m.request_bytes), m.queue_depth,
+      format_bytes(m.chunk_bytes));
+}
+
+void print_nvme(const runtime::NvmeMeasurement& m, const std::string& path) {
+  fmt::print("nvme        {} ({} engine), {} written then read, {} requests, {} x {} in flight\n",
+             terminal_safe(path), m.backend, format_bytes(m.bytes), format_bytes(m.request_bytes),
+             m.queue_depth, format_bytes(m.chunk_bytes));
+  fmt::print("nvme write  {:.2f} GB/s\n", m.write_gbps);
+  fmt::print("nvme read   {:.2f} GB/s\n", m.read_gbps);
+  fmt::print("nvme 4 KiB  {:.1f} us median, {:.1f} us p99 ({} single reads)\n", m.latency_us,
+             m.latency_p99_us, m.latency_reads);
+}
 
 // A short GEMM per math type: big enough to reach the device's rate, small
 // enough to take well under a second (8192^3 is 1.1 TFLOP, about 40 ms in
@@ -114,6 +168,7 @@ void run_bandwidth(const BandwidthArgs& args) {
         "--gemm {}: at most {} on the {} backend (its GEMM takes seconds at {} and grows as "
         "N^3; 0 skips the measurement)",
         args.gemm, max_gemm, args.backend, max_gemm));
+  const std::optional<runtime::NvmeMeasurement> nvme = measure_nvme_tier(args);
   runtime::BackendOptions bo;
   bo.name = args.backend;
   bo.link = load_device(args.link);
@@ -162,6 +217,10 @@ void run_bandwidth(const BandwidthArgs& args) {
           ? "compute figures from the built-in profile " + base_name
           : fmt::format("GEMM rates measured ({}); HBM bandwidth{} from the built-in profile {}",
                         rates.how, cuda ? " and FP8 rate" : "", base_name));
+  if (nvme) {
+    apply_nvme(profile, *nvme);
+    profile.source += nvme_source(*nvme, args.nvme);
+  }
   if (!args.output.empty()) write_file(args.output, device_to_json(profile) + "\n");
 
   if (args.json) {
@@ -182,6 +241,19 @@ void run_bandwidth(const BandwidthArgs& args) {
       j["gemm_tflops"] = r;
       j["gemm_size"] = gemm;
     }
+    if (nvme) {
+      j["nvme_read_gbps"] = nvme->read_gbps;
+      j["nvme_write_gbps"] = nvme->write_gbps;
+      j["nvme_latency_us"] = nvme->latency_us;
+      j["nvme_queue_depth"] = nvme->queue_depth;
+      j["nvme"] = {{"path", args.nvme},
+                   {"backend", nvme->backend},
+                   {"bytes", nvme->bytes},
+                   {"request_bytes", nvme->request_bytes},
+                   {"chunk_bytes", nvme->chunk_bytes},
+                   {"latency_p99_us", nvme->latency_p99_us},
+                   {"latency_reads", nvme->latency_reads}};
+    }
     fmt::print("{}\n", dump_json(j, 2));
     return;
   }
@@ -201,6 +273,7 @@ void run_bandwidth(const BandwidthArgs& args) {
       fmt::print(" on the CPU (other math types are not measured on the host)");
     fmt::print("\n");
   }
+  if (nvme) print_nvme(*nvme, args.nvme);
   if (!args.output.empty()) fmt::print("profile     {} written to {}\n", profile.name, args.output);
 }
 
@@ -238,6 +311,27 @@ void register_bandwidth(CLI::App& app) {
                               kCudaGemm, kHostGemm, kMaxCudaGemm, kMaxHostGemm))
       ->check(integer_in(0, 32768));
   cmd->add_option("-o,--output", args->output, "write a device profile (JSON) with the results");
+  cmd->add_option("--nvme", args->nvme,
+                  "also measure the NVMe tier: O_DIRECT writes, then reads, of a new file at PATH "
+                  "(removed afterwards), put into the profile as nvme_read_gbps, "
+                  "nvme_write_gbps, nvme_latency_us and nvme_queue_depth; PATH must be on the SSD "
+                  "to measure (O_DIRECT bypasses the page cache, so the figures are that "
+                  "device's; a file system without O_DIRECT, such as an old kernel's tmpfs, is "
+                  "refused)")
+      ->type_name("PATH");
+  cmd->add_option("--nvme-bytes", args->nvme_bytes,
+                  fmt::format("bytes the NVMe measurement writes and reads, {} to {}",
+                              format_bytes(kMinNvmeBytes), format_bytes(kMaxNvmeBytes)))
+      ->capture_default_str();
+  cmd->add_option("--nvme-queue-depth", args->nvme_queue_depth,
+                  "NVMe requests in flight (1 MiB chunks of 8 MiB requests)")
+      ->check(integer_in(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--nvme-backend", args->nvme_backend,
+                  "the NVMe store's engine: auto (io_uring where the kernel allows it), io_uring, "
+                  "threads")
+      ->check(CLI::IsMember({"auto", "io_uring", "threads"}))
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->callback([args] { run_bandwidth(*args); });
 }
