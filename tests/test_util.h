@@ -43,6 +43,16 @@ inline DeviceProfile unit_link() {
   return d;
 }
 
+// Appends a step of any kind to a hand-built plan, with the given waits.
+inline void add_step(Plan& p, StepKind kind, int32_t subject, ObjectId obj,
+                     std::vector<StepId> waits) {
+  Step s = Step::of(kind, subject, obj);
+  s.wait_begin = static_cast<int32_t>(p.waits.size());
+  p.waits.insert(p.waits.end(), waits.begin(), waits.end());
+  s.wait_end = static_cast<int32_t>(p.waits.size());
+  p.steps.push_back(s);
+}
+
 // A step's op or tensor, whichever its kind has (for tests that compare
 // steps of any kind), and the step with another subject.
 inline int32_t subject_of(const Step& s) {

@@ -25,11 +25,13 @@ HostUse host_use(const Graph& g, const Plan& p) {
   HostUse u;
   for (TensorId t = 0; t < g.num_tensors(); ++t)
     if (slot[t]) u.slot_bytes += g.tensors[t].bytes;
+  int64_t largest = 0;
   for (TensorId t : p.nvme_tensors) {
     u.slot_bytes -= g.tensors[t].bytes;
     u.nvme_bytes += g.tensors[t].bytes;
+    largest = std::max(largest, g.tensors[t].bytes);
   }
-  if (!p.nvme_tensors.empty()) u.staging_bytes = kNvmeStagingBytes;
+  u.staging_bytes = nvme_staging_bytes(largest);
   return u;
 }
 
@@ -129,18 +131,20 @@ bool place_on_nvme(const Graph& g, const DeviceProfile& d, HostTierPolicy policy
     std::stable_sort(order.begin(), order.end(),
                      [&](TensorId a, TensorId b) { return evicted_at[a] > evicted_at[b]; });
   }
-  const int64_t room = p->host_budget - kNvmeStagingBytes;
+  int64_t largest = 0;  // on NVMe, for the staging
   for (TensorId t : order) {
-    if (host <= room) break;
+    if (host + nvme_staging_bytes(largest) <= p->host_budget) break;
     p->nvme_tensors.push_back(t);
     host -= bytes(t);
+    largest = std::max(largest, bytes(t));
   }
-  if (host > room) {
+  if (host + nvme_staging_bytes(largest) > p->host_budget) {
     p->nvme_tensors.clear();
     *why = fmt::format(
         "the host budget of {} ({} B) does not hold the NVMe staging buffers ({}) beside "
-        "what must stay in host memory",
-        format_bytes(p->host_budget), p->host_budget, format_bytes(kNvmeStagingBytes));
+        "what must stay in host memory ({})",
+        format_bytes(p->host_budget), p->host_budget, format_bytes(nvme_staging_bytes(largest)),
+        format_bytes(host));
     return false;
   }
   std::sort(p->nvme_tensors.begin(), p->nvme_tensors.end());

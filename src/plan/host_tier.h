@@ -19,9 +19,9 @@
 // fit live in a file on NVMe instead: every copy of such a tensor goes
 // through a host staging buffer, chunk by chunk, so a swap-in reads NVMe
 // and copies to the device at once (at the slower of the two rates, after
-// one NVMe latency), and a swap-out the other way. The staging takes
-// kNvmeStagingBytes of host memory (two chunks in flight each way), counted
-// against the budget once any tensor is on NVMe.
+// one NVMe latency), and a swap-out the other way. The staging takes two
+// chunks each way: 4 x min(kNvmeChunkBytes, the largest tensor on NVMe)
+// bytes of host memory (nvme_staging_bytes), counted against the budget.
 //
 // Which slots go to NVMe is the planner's stage 2a (plan/planner.h), after
 // the walk; three policies:
@@ -44,6 +44,7 @@
 //     such as ZeRO-Infinity's, amount to): the baseline the others are
 //     measured against (docs/results.md, "Host budget and NVMe").
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -57,7 +58,12 @@
 namespace sa {
 
 inline constexpr int64_t kNvmeChunkBytes = int64_t{16} << 20;  // one staged NVMe transfer
-inline constexpr int64_t kNvmeStagingBytes = 4 * kNvmeChunkBytes;
+
+// The host staging buffers for NVMe copies of tensors of at most
+// largest_bytes (0: no tensor on NVMe, no staging).
+inline int64_t nvme_staging_bytes(int64_t largest_bytes) {
+  return 4 * std::min(kNvmeChunkBytes, largest_bytes);
+}
 
 enum class HostTierPolicy : uint8_t { kLeastStall, kFewestCopies, kFirstEvicted };
 

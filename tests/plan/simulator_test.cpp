@@ -19,14 +19,7 @@ DeviceProfile unit_link() {
   return d;
 }
 
-// Appends a step with the given waits.
-void add(Plan& p, StepKind kind, int32_t subject, ObjectId obj, std::vector<StepId> waits) {
-  Step s = Step::of(kind, subject, obj);
-  s.wait_begin = static_cast<int32_t>(p.waits.size());
-  p.waits.insert(p.waits.end(), waits.begin(), waits.end());
-  s.wait_end = static_cast<int32_t>(p.waits.size());
-  p.steps.push_back(s);
-}
+constexpr auto add = testing::add_step;
 
 // Tensors: t0 (12 B), t1 (12 B). Ops: op0 (10 us), op1 (5 us).
 //   step0 compute op0          [0, 10)
