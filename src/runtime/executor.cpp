@@ -140,6 +140,14 @@ class Executor {
   }
 
   void setup() {
+    // Note [Host tier]: the NvmeStore (runtime/nvme/) holds such tensors,
+    // but the executor does not stage copies through it yet: refuse rather
+    // than run the plan's NVMe tensors from host memory it says it lacks.
+    if (!p_.nvme_tensors.empty())
+      throw Error(fmt::format(
+          "the plan keeps {} tensors on NVMe (a host budget of {} B): the runtime does not "
+          "execute the NVMe tier yet; plan with a larger --host-memory, or without one, to run it",
+          p_.nvme_tensors.size(), p_.host_budget));
     if (p_.arena_bytes() > p_.memory_budget)
       throw Error(fmt::format("the plan's objects reach {} B, over its memory budget ({} B)",
                               p_.arena_bytes(), p_.memory_budget));

@@ -4,14 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include "graph/stats.h"
 #include "plan/allocation.h"
 #include "plan/host_tier.h"
-#include "plan/planner.h"
 #include "plan/plan_io.h"
+#include "plan/planner.h"
 #include "plan/problem.h"
 #include "plan/simulator.h"
 #include "plan/verify.h"
-#include "graph/stats.h"
 #include "random_graph.h"
 #include "test_util.h"
 
@@ -111,17 +111,17 @@ TEST(HostTier, PoliciesChooseByHand) {
 TEST(HostTier, SaysWhyItCannotFit) {
   PolicyCase c;
   std::string why;
-  EXPECT_FALSE(place_on_nvme(c.b.g, testing::unit_link(), HostTierPolicy::kLeastStall, {},
-                             &c.plan, &why));
+  EXPECT_FALSE(
+      place_on_nvme(c.b.g, testing::unit_link(), HostTierPolicy::kLeastStall, {}, &c.plan, &why));
   EXPECT_NE(why.find("no NVMe tier"), std::string::npos) << why;
   c.plan.host_budget = 32 * kMiB;  // under the staging alone
-  EXPECT_FALSE(place_on_nvme(c.b.g, unit_link_with_nvme(), HostTierPolicy::kLeastStall, {},
-                             &c.plan, &why));
+  EXPECT_FALSE(
+      place_on_nvme(c.b.g, unit_link_with_nvme(), HostTierPolicy::kLeastStall, {}, &c.plan, &why));
   EXPECT_NE(why.find("staging"), std::string::npos) << why;
   EXPECT_TRUE(c.plan.nvme_tensors.empty());
   c.plan.host_budget = 0;  // unlimited: nothing moves
-  EXPECT_TRUE(place_on_nvme(c.b.g, testing::unit_link(), HostTierPolicy::kLeastStall, {},
-                            &c.plan, &why));
+  EXPECT_TRUE(
+      place_on_nvme(c.b.g, testing::unit_link(), HostTierPolicy::kLeastStall, {}, &c.plan, &why));
   EXPECT_TRUE(c.plan.nvme_tensors.empty());
 }
 
