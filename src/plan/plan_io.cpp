@@ -63,6 +63,23 @@ class PlanFieldReader {
     return out;
   }
 
+  // Note [Host tier]: the optional host_budget and nvme_tensors (files
+  // without them: unlimited, nothing on NVMe).
+  void host_tier(const json& doc, int num_tensors, Plan* p) const {
+    if (!doc.contains("host_budget")) {
+      if (doc.contains("nvme_tensors")) fail("nvme_tensors", "given without a host_budget");
+      return;
+    }
+    p->host_budget = integer(doc["host_budget"], "host_budget", 1, INT64_MAX);
+    if (!doc.contains("nvme_tensors")) return;
+    const json& nv = array(doc["nvme_tensors"], "nvme_tensors");
+    std::vector<TensorId>& ts = p->nvme_tensors;
+    ts = ints<TensorId>(nv, "nvme_tensors", static_cast<int64_t>(nv.size()), 0, num_tensors - 1);
+    if (!std::is_sorted(ts.begin(), ts.end()) ||
+        std::adjacent_find(ts.begin(), ts.end()) != ts.end())
+      fail("nvme_tensors", "expected tensor ids in ascending order, each once");
+  }
+
   // The optional data_parallel object (docs/plan-format.md); one rank without.
   DataParallel data_parallel(const json& doc) const {
     DataParallel dp;
@@ -112,21 +129,7 @@ class PlanReader : public PlanFieldReader {
     p.data_parallel = data_parallel(doc);
     p.memory_budget = integer(field(doc, "", "memory_budget"), "memory_budget", 0, INT64_MAX);
     p.order = ints<OpId>(field(doc, "", "order"), "order", m, 0, m - 1);
-    // Note [Host tier]: optional (version 2 files before them: unlimited).
-    if (doc.contains("host_budget")) {
-      p.host_budget = integer(doc["host_budget"], "host_budget", 1, INT64_MAX);
-      if (doc.contains("nvme_tensors")) {
-        const json& nv = array(doc["nvme_tensors"], "nvme_tensors");
-        p.nvme_tensors =
-            ints<TensorId>(nv, "nvme_tensors", static_cast<int64_t>(nv.size()), 0, n - 1);
-        if (!std::is_sorted(p.nvme_tensors.begin(), p.nvme_tensors.end()) ||
-            std::adjacent_find(p.nvme_tensors.begin(), p.nvme_tensors.end()) !=
-                p.nvme_tensors.end())
-          fail("nvme_tensors", "expected tensor ids in ascending order, each once");
-      }
-    } else if (doc.contains("nvme_tensors")) {
-      fail("nvme_tensors", "given without a host_budget");
-    }
+    host_tier(doc, n, &p);
     // No plan needs more objects than it can name: every access, step and
     // initial resident names one. A ceiling checked before anything is
     // allocated for them (a tiny file must not make us allocate gigabytes).

@@ -16,6 +16,21 @@ constexpr double kUnknown = -1;
 
 }  // namespace
 
+// The bytes a copy of tensor t moves at the link's rate, counted in r. Note
+// [Host tier]: a tensor on NVMe is staged through the host chunk by chunk,
+// so its copy takes the slower of the link and NVMe after one NVMe latency:
+// as many bytes as the link moves in that time.
+double Simulator::copy_bytes(const Graph& g, TensorId t, bool in, const DeviceProfile& d,
+                             SimResult* r) const {
+  const int64_t bytes = g.tensors[t].bytes;
+  (in ? r->swap_in_bytes : r->swap_out_bytes) += bytes;
+  if (on_nvme_.empty() || !on_nvme_[t]) return static_cast<double>(bytes);
+  (in ? r->nvme_read_bytes : r->nvme_write_bytes) += bytes;
+  const double link = in ? d.h2d_bytes_per_us() : d.d2h_bytes_per_us();
+  const double nvme = (in ? d.nvme_read_gbps : d.nvme_write_gbps) * 1e3;
+  return static_cast<double>(bytes) * std::max(1.0, link / nvme) + d.nvme_latency_us * link;
+}
+
 SimResult Simulator::run(const Graph& g, const Plan& p, std::span<const double> op_us,
                          const DeviceProfile& d, const SimOptions& options) {
   return run_impl(g, p, op_us, d, options, nullptr);
@@ -115,20 +130,7 @@ SimResult Simulator::run_impl(const Graph& g, const Plan& p, std::span<const dou
         }
         end_op[st] = now + t;
       } else {
-        const TensorId t = step.tensor();
-        const int64_t bytes = g.tensors[t].bytes;
-        remaining[st] = static_cast<double>(bytes);
-        (st == 1 ? r.swap_in_bytes : r.swap_out_bytes) += bytes;
-        if (!on_nvme_.empty() && on_nvme_[t]) {
-          // Note [Host tier]: staged through the host chunk by chunk, the
-          // copy takes the slower of the link and NVMe, after one NVMe
-          // latency: as many bytes as the link moves in that time.
-          const double link = st == 1 ? h2d : d2h;
-          const double nvme = (st == 1 ? d.nvme_read_gbps : d.nvme_write_gbps) * 1e3;
-          remaining[st] =
-              static_cast<double>(bytes) * std::max(1.0, link / nvme) + d.nvme_latency_us * link;
-          (st == 1 ? r.nvme_read_bytes : r.nvme_write_bytes) += bytes;
-        }
+        remaining[st] = copy_bytes(g, step.tensor(), st == 1, d, &r);
       }
     }
     const bool both = active[1] >= 0 && active[2] >= 0;

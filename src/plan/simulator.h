@@ -92,6 +92,8 @@ class Simulator {
 
   std::vector<StepId> queue_[kNumStreams];
   std::vector<uint8_t> on_nvme_;  // per tensor: Plan::nvme_tensors (Note [Host tier])
+  double copy_bytes(const Graph& g, TensorId t, bool in, const DeviceProfile& d,
+                    SimResult* r) const;
   std::vector<double> finish_;
   std::vector<double> start_;
 };
