@@ -20,9 +20,10 @@ namespace sa::testing {
 // the scope; dir / "name" is a path in it.
 struct TempDir {
   std::filesystem::path path;
-  TempDir() {
-    char name[] = "/tmp/sa_test_XXXXXX";
-    if (const char* made = mkdtemp(name)) path = made;
+  TempDir() : TempDir("/tmp") {}
+  explicit TempDir(const std::string& base) {
+    std::string name = base + "/sa_test_XXXXXX";
+    if (const char* made = mkdtemp(name.data())) path = made;
   }
   ~TempDir() {
     std::error_code ec;

@@ -91,6 +91,7 @@ void print_run_json(const Graph& g, const Plan& p, const runtime::RankInfo& rank
                       {"memory_budget_bytes", p.memory_budget},
                       {"pool_bytes", p.arena_bytes()},
                       {"host_bytes", r.host_bytes},
+                      {"nvme_bytes", r.nvme_bytes},
                       {"safety_waits", r.safety_waits},
                       {"late_kernels", r.late_kernels},
                       {"kernel_overrun_wall_us", r.kernel_overrun_wall_us},
@@ -115,7 +116,7 @@ void print_run_text(const Graph& g, const Plan& p, const runtime::RankInfo& rank
                                         "host goes)",
                                         format_us(r.calibration_wall_us))
                           : "",
-             m.paced ? fmt::format(", copies m.paced to {}", terminal_safe(device.name))
+             m.paced ? fmt::format(", copies paced to {}", terminal_safe(device.name))
                      : (args.backend == "host" ? ", copies unpaced" : ""));
   std::vector<std::string> walls;
   for (double w : r.iteration_wall_us)
@@ -201,7 +202,25 @@ void run_run(RunArgs& args) {
   ro.ranks = rank;
   ro.time_scale = time_scale;
   ro.agree = fmt::format("kernels: synthetic; time scale: {}", args.time_scale);
+  ro.nvme_path = args.aten.nvme_file;
   double run_scale = time_scale > 0 ? time_scale : 1;  // for the progress lines
+  // Note [Host tier]: the disk's reads and writes take their wall time at
+  // any time scale, so in device time (wall / scale) they run scale x
+  // faster: the run is compared with a simulation at that NVMe speed.
+  SimResult scaled_sim;
+  double scaled_at = 1;
+  auto simulated_at = [&](double scale) -> const SimResult& {
+    if (p.nvme_tensors.empty() || scale == 1) return s;
+    if (scale != scaled_at) {
+      DeviceProfile d = device;
+      d.nvme_read_gbps *= scale;
+      d.nvme_write_gbps *= scale;
+      d.nvme_latency_us /= scale;
+      scaled_sim = sim.run(g, p, op_us, d);
+      scaled_at = scale;
+    }
+    return scaled_sim.ok ? scaled_sim : s;
+  };
   if (auto_scale)
     ro.choose_time_scale = [&](double wall_us) {
       // Every rank runs at the largest scale any of them needs.
@@ -218,9 +237,10 @@ void run_run(RunArgs& args) {
   ro.on_iteration = [&](int it, double wall_us) {
     if (!tell) return;
     const double measured = wall_us / run_scale;
+    const double simulated = simulated_at(run_scale).iteration_us;
     fmt::print(stderr, "run: iteration {}/{}: {} wall, {} measured ({:.3f} x simulated)\n", it + 1,
                args.iterations, format_us(wall_us), format_us(measured),
-               s.iteration_us > 0 ? measured / s.iteration_us : 0);
+               simulated > 0 ? measured / simulated : 0);
   };
   if (tell)
     fmt::print(stderr, "run: setting up: a device arena of {}, host storage, the reference{}\n",
@@ -232,7 +252,8 @@ void run_run(RunArgs& args) {
   const double used_scale = r.time_scale;
   const double scale = used_scale > 0 ? used_scale : 1;
   const double measured_us = r.median_wall_us() / scale;
-  const double ratio = s.iteration_us > 0 ? measured_us / s.iteration_us : 0;
+  const SimResult& compared = simulated_at(scale);
+  const double ratio = compared.iteration_us > 0 ? measured_us / compared.iteration_us : 0;
   const bool paced = args.backend == "host" && args.pace && used_scale > 0;
   // Host kernels that ran past their op's duration (Note [Time scale] in
   // runtime/executor.h): the median iteration's, in device time.
@@ -257,9 +278,9 @@ void run_run(RunArgs& args) {
   m.paced = paced;
   m.auto_scale = auto_scale;
   if (args.json)
-    print_run_json(g, p, rank, *backend, device, s, r, m, args.iterations);
+    print_run_json(g, p, rank, *backend, device, compared, r, m, args.iterations);
   else
-    print_run_text(g, p, rank, *backend, device, s, r, m, args);
+    print_run_text(g, p, rank, *backend, device, compared, r, m, args);
   if (!r.integrity_ok) throw Error("integrity check failed: " + r.integrity);
 }
 
@@ -296,6 +317,10 @@ void register_run(CLI::App& app) {
                 "host backend: pace copies to the profile's PCIe bandwidths (default on)");
   cmd->add_option("--cuda-device", args->cuda_device, "CUDA device index")
       ->check(cuda_device_index());
+  cmd->add_option("--nvme-file", args->aten.nvme_file,
+                  "a plan with tensors on NVMe (--host-memory): the file that holds them, on a "
+                  "disk file system that takes O_DIRECT; made by the run and removed after it")
+      ->check(non_empty());
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->add_flag("--quiet", args->quiet, "no progress lines on stderr");
   cmd->add_option("--kernels", args->kernels,

@@ -106,6 +106,7 @@ void run_aten(const AtenRunArgs& a) {
   o.aten.threads = a.threads;
   o.aten.device = a.backend == "cuda" ? "cuda" : "cpu";
   o.aten.all_reduce_mean = runtime::all_reduce_mean_buffer;
+  o.nvme_path = a.nvme_file;
   const runtime::AtenRunResult r = runtime::run_plan_aten(g, p, program, initial, o);
   if (!save_values.empty()) runtime::write_values_file(save_values, r.final_state);
 

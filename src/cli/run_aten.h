@@ -16,6 +16,7 @@ struct AtenRunArgs {
   int iterations = 1;
   int threads = 0;
   bool json = false;
+  std::string nvme_file;  // --nvme-file (Note [Host tier])
 };
 
 void run_aten(const AtenRunArgs& args);

@@ -1,6 +1,7 @@
 #include "plan/host_tier.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
@@ -68,7 +69,8 @@ std::vector<double> nvme_stall_cost(const Graph& g, const Plan& p, const SimResu
       const double slack = std::min(std::max(0.0, first_waiter[s] - t.end_us), later);
       if (k > 0) later = slack + std::max(0.0, t.start_us - sim.timeline[copies[k - 1]].end_us);
       const double bytes = static_cast<double>(g.tensors[p.steps[s].tensor()].bytes);
-      const double added = bytes * std::max(0.0, 1.0 / nvme - 1.0 / link) + d.nvme_latency_us;
+      const double chunks = std::ceil(bytes / static_cast<double>(kNvmeChunkBytes));
+      const double added = bytes / nvme + chunks * d.nvme_latency_us;
       cost[p.steps[s].tensor()] += std::max(0.0, added - slack);
     }
   }

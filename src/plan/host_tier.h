@@ -17,18 +17,22 @@
 // With a host budget (Plan::host_budget, --host-memory) and a device
 // profile with an NVMe tier (DeviceProfile::has_nvme), the slots that do not
 // fit live in a file on NVMe instead: every copy of such a tensor goes
-// through a host staging buffer, chunk by chunk, so a swap-in reads NVMe
-// and copies to the device at once (at the slower of the two rates, after
-// one NVMe latency), and a swap-out the other way. The staging takes two
-// chunks each way: 4 x min(kNvmeChunkBytes, the largest tensor on NVMe)
-// bytes of host memory (nvme_staging_bytes), counted against the budget.
+// through a host staging buffer, chunk by chunk, on the copy's stream: a
+// swap-in reads a chunk from NVMe, then copies it to the device (a
+// swap-out copies, then writes), so it takes the link's time plus NVMe's,
+// plus one NVMe latency per chunk. (Reading the next chunk while the link
+// copies one would take the slower of the two instead; the runtime does not
+// overlap them yet, and the simulator times what it does.) The staging takes two
+// chunks each way: 4 x min(kNvmeChunkBytes, the largest tensor on NVMe),
+// rounded up to 4096-byte blocks (nvme_staging_bytes), counted against the
+// budget.
 //
 // Which slots go to NVMe is the planner's stage 2a (plan/planner.h), after
 // the walk; three policies:
 //   - kLeastStall (the default): the plan is simulated without NVMe first;
 //     each slot's cost is what its copies would stall, summed: the time
-//     NVMe adds to each copy (bytes x (1/NVMe rate - 1/link rate) plus the
-//     latency) less the copy's slack: the time between its end and the
+//     NVMe adds to each copy (bytes / NVMe rate, plus the latency per
+//     chunk) less the copy's slack: the time between its end and the
 //     first step that waits for it, or less where a longer copy would delay
 //     the copies after it on its stream (up to the stream's next idle gap).
 //     The slots that cost least per byte go first (ties: the larger first);
@@ -59,10 +63,17 @@ namespace sa {
 
 inline constexpr int64_t kNvmeChunkBytes = int64_t{16} << 20;  // one staged NVMe transfer
 
-// The host staging buffers for NVMe copies of tensors of at most
-// largest_bytes (0: no tensor on NVMe, no staging).
+inline constexpr int64_t kNvmeBlockBytes = 4096;  // O_DIRECT's alignment (runtime/nvme/)
+
+// One host staging buffer for NVMe copies of tensors of at most
+// largest_bytes: a chunk, or the largest tensor, in whole blocks (0: no
+// tensor on NVMe). The runtime allocates four: two each way.
+inline int64_t nvme_staging_chunk(int64_t largest_bytes) {
+  const int64_t b = std::min(kNvmeChunkBytes, largest_bytes);
+  return (b + kNvmeBlockBytes - 1) / kNvmeBlockBytes * kNvmeBlockBytes;
+}
 inline int64_t nvme_staging_bytes(int64_t largest_bytes) {
-  return 4 * std::min(kNvmeChunkBytes, largest_bytes);
+  return 4 * nvme_staging_chunk(largest_bytes);
 }
 
 enum class HostTierPolicy : uint8_t { kLeastStall, kFewestCopies, kFirstEvicted };

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "plan/host_tier.h"
 #include "util/error.h"
 
 namespace sa {
@@ -18,8 +19,9 @@ constexpr double kUnknown = -1;
 
 // The bytes a copy of tensor t moves at the link's rate, counted in r. Note
 // [Host tier]: a tensor on NVMe is staged through the host chunk by chunk,
-// so its copy takes the slower of the link and NVMe after one NVMe latency:
-// as many bytes as the link moves in that time.
+// each chunk read and then copied (a swap-out: copied, then written), so
+// its copy takes the link's time plus NVMe's, plus one NVMe latency per
+// chunk: as many bytes as the link moves in that time.
 double Simulator::copy_bytes(const Graph& g, TensorId t, bool in, const DeviceProfile& d,
                              SimResult* r) const {
   const int64_t bytes = g.tensors[t].bytes;
@@ -28,7 +30,9 @@ double Simulator::copy_bytes(const Graph& g, TensorId t, bool in, const DevicePr
   (in ? r->nvme_read_bytes : r->nvme_write_bytes) += bytes;
   const double link = in ? d.h2d_bytes_per_us() : d.d2h_bytes_per_us();
   const double nvme = (in ? d.nvme_read_gbps : d.nvme_write_gbps) * 1e3;
-  return static_cast<double>(bytes) * std::max(1.0, link / nvme) + d.nvme_latency_us * link;
+  const int64_t chunks = (bytes + kNvmeChunkBytes - 1) / kNvmeChunkBytes;
+  return static_cast<double>(bytes) * (1.0 + link / nvme) +
+         static_cast<double>(chunks) * d.nvme_latency_us * link;
 }
 
 SimResult Simulator::run(const Graph& g, const Plan& p, std::span<const double> op_us,

@@ -157,6 +157,12 @@ class Backend {
   // Keeps stream s busy for `us` microseconds (tests, measurements).
   virtual void delay(Stream s, double us) = 0;
 
+  // Runs f on the host in stream s's order: after the stream's work before
+  // it, before its work after (the NVMe tier's reads and writes, Note [Host
+  // tier] in plan/host_tier.h). An exception f throws is the stream's error
+  // (synchronize throws it).
+  virtual void host_task(Stream s, std::function<void()> f) = 0;
+
   // From now on, copies take `scale` x the link's time, or as long as they
   // take with 0 (streams idle; Note [Automatic time scale] in
   // runtime/executor.h). Only the host backend paces copies; op durations

@@ -7,8 +7,10 @@
 
 #include <fmt/format.h>
 
+#include "plan/host_tier.h"
 #include "plan/plan_io.h"
 #include "runtime/kernel_table.h"
+#include "runtime/nvme/nvme_store.h"
 #include "runtime/reference.h"
 #include "runtime/synthetic_op.h"
 #include "util/error.h"
@@ -140,14 +142,7 @@ class Executor {
   }
 
   void setup() {
-    // Note [Host tier]: the NvmeStore (runtime/nvme/) holds such tensors,
-    // but the executor does not stage copies through it yet: refuse rather
-    // than run the plan's NVMe tensors from host memory it says it lacks.
-    if (!p_.nvme_tensors.empty())
-      throw Error(fmt::format(
-          "the plan keeps {} tensors on NVMe (a host budget of {} B): the runtime does not "
-          "execute the NVMe tier yet; plan with a larger --host-memory, or without one, to run it",
-          p_.nvme_tensors.size(), p_.host_budget));
+    if (!p_.nvme_tensors.empty()) open_nvme();
     if (p_.arena_bytes() > p_.memory_budget)
       throw Error(fmt::format("the plan's objects reach {} B, over its memory budget ({} B)",
                               p_.arena_bytes(), p_.memory_budget));
@@ -167,8 +162,10 @@ class Executor {
     host_.resize(n);
     for (TensorId t = 0; t < n; ++t) {
       if (!need[t]) continue;
-      host_[t] = b_.alloc_host(g_.tensors[t].bytes);
-      r_.host_bytes += g_.tensors[t].bytes;
+      if (!on_nvme(t)) {
+        host_[t] = b_.alloc_host(g_.tensors[t].bytes);
+        r_.host_bytes += g_.tensors[t].bytes;
+      }
       if (exists_at_start(g_.tensors[t].kind)) init_host(t);
     }
     if (o_.next_batch) {
@@ -210,11 +207,85 @@ class Executor {
   std::byte* object_ptr(ObjectId k) { return arena_.data() + p_.objects[k].offset; }
 
   void init_host(TensorId t) {
+    const int64_t bytes = g_.tensors[t].bytes;
+    AlignedBuffer scratch;  // Note [Host tier]: filled here, then written to NVMe
+    std::byte* dst = host_[t].data();
+    if (on_nvme(t)) {
+      scratch = AlignedBuffer(bytes);
+      dst = scratch.data();
+    }
     if (o_.init_host)
-      o_.init_host(t, host_[t].data(), g_.tensors[t].bytes);
+      o_.init_host(t, dst, bytes);
     else
-      synthetic::init_buffer(host_[t].data(), g_.tensors[t].bytes, t,
-                             init_salt(g_.tensors[t].kind, o_.ranks.rank));
+      synthetic::init_buffer(dst, bytes, t, init_salt(g_.tensors[t].kind, o_.ranks.rank));
+    if (on_nvme(t)) nvme_->wait(nvme_->submit_write(nvme_offset_[t], dst, bytes));
+  }
+
+  // Note [Host tier]: the NVMe tier. Each tensor on NVMe has its place in
+  // the file, 4096-aligned; its copies go through two staging chunks per
+  // direction (nvme_staging_bytes), on the copy's stream: a host task reads
+  // a chunk from the file, then the link copies it to the device (swap-in),
+  // or the link copies a chunk out and a host task writes it (swap-out). In
+  // stream order, a chunk's buffer is filled again only after its copy.
+  void open_nvme() {
+    if (o_.nvme_path.empty())
+      throw Error(fmt::format(
+          "the plan keeps {} tensors on NVMe: give the file to hold them (run --nvme-file PATH, "
+          "on a disk file system that takes O_DIRECT)",
+          p_.nvme_tensors.size()));
+    nvme_offset_.assign(g_.num_tensors(), -1);
+    int64_t at = 0, largest = 0;
+    for (TensorId t : p_.nvme_tensors) {
+      nvme_offset_[t] = at;
+      at += nvme_round_up(g_.tensors[t].bytes);
+      largest = std::max(largest, g_.tensors[t].bytes);
+    }
+    // Under mpirun every rank has a file of its own.
+    const std::string path =
+        o_.ranks.size > 1 ? fmt::format("{}.rank{}", o_.nvme_path, o_.ranks.rank) : o_.nvme_path;
+    nvme_ = std::make_unique<NvmeStore>(path, at);
+    staging_chunk_ = nvme_staging_chunk(largest);  // as the plan counts it
+    if (o_.nvme_chunk_bytes > 0)
+      staging_chunk_ = std::min(staging_chunk_, nvme_round_up(o_.nvme_chunk_bytes));
+    for (auto& direction : staging_)
+      for (AlignedBuffer& b : direction)
+        b = AlignedBuffer(staging_chunk_);
+    r_.host_bytes += 4 * staging_chunk_;
+    r_.nvme_bytes = at;
+    r_.nvme_backend = nvme_->backend_name();
+  }
+  bool on_nvme(TensorId t) const { return !nvme_offset_.empty() && nvme_offset_[t] >= 0; }
+
+  // The host value of t (streams idle): its host copy, or read from NVMe
+  // into *scratch.
+  const std::byte* host_value(TensorId t, AlignedBuffer* scratch) {
+    if (!on_nvme(t)) return host_[t].data();
+    *scratch = AlignedBuffer(g_.tensors[t].bytes);
+    nvme_->wait(nvme_->submit_read(nvme_offset_[t], scratch->data(), g_.tensors[t].bytes));
+    return scratch->data();
+  }
+
+  void copy_in(std::byte* device, TensorId t) {
+    const int64_t bytes = g_.tensors[t].bytes;
+    if (!on_nvme(t)) return b_.copy_h2d(device, host_[t].data(), bytes);
+    for (int64_t off = 0, k = 0; off < bytes; off += staging_chunk_, ++k) {
+      const int64_t len = std::min(staging_chunk_, bytes - off), at = nvme_offset_[t] + off;
+      std::byte* buf = staging_[0][k % 2].data();
+      b_.host_task(Stream::kH2D,
+                   [this, at, buf, len] { nvme_->wait(nvme_->submit_read(at, buf, len)); });
+      b_.copy_h2d(device + off, buf, len);
+    }
+  }
+  void copy_out(TensorId t, const std::byte* device) {
+    const int64_t bytes = g_.tensors[t].bytes;
+    if (!on_nvme(t)) return b_.copy_d2h(host_[t].data(), device, bytes);
+    for (int64_t off = 0, k = 0; off < bytes; off += staging_chunk_, ++k) {
+      const int64_t len = std::min(staging_chunk_, bytes - off), at = nvme_offset_[t] + off;
+      std::byte* buf = staging_[1][k % 2].data();
+      b_.copy_d2h(buf, device + off, len);
+      b_.host_task(Stream::kD2H,
+                   [this, at, buf, len] { nvme_->wait(nvme_->submit_write(at, buf, len)); });
+    }
   }
 
   // Every persistent tensor's latest value, to o_.final_value (streams idle).
@@ -228,8 +299,9 @@ class Executor {
         b_.copy_d2h(tmp.data(), object_ptr(k), bytes);
         b_.synchronize();
         o_.final_value(t, tmp.data(), bytes);
-      } else if (host_[t].data()) {
-        o_.final_value(t, host_[t].data(), bytes);
+      } else if (host_[t].data() || on_nvme(t)) {
+        AlignedBuffer scratch;
+        o_.final_value(t, host_value(t, &scratch), bytes);
       }
     }
   }
@@ -239,8 +311,11 @@ class Executor {
     // Where every tensor is before the first iteration (read_back reads it
     // there when next_batch ends the run before one).
     tenant_.assign(p_.num_objects(), Occupant());
-    for (const ResidentTensor& rt : p_.initial_resident) {
-      b_.copy_h2d(object_ptr(rt.object), host_[rt.tensor].data(), g_.tensors[rt.tensor].bytes);
+    std::vector<AlignedBuffer> scratch(p_.initial_resident.size());  // NVMe values, until synced
+    for (size_t i = 0; i < p_.initial_resident.size(); ++i) {
+      const ResidentTensor& rt = p_.initial_resident[i];
+      b_.copy_h2d(object_ptr(rt.object), host_value(rt.tensor, &scratch[i]),
+                  g_.tensors[rt.tensor].bytes);
       tenant_[rt.object] = Occupant::of_tensor(rt.tensor);
     }
     b_.synchronize();
@@ -291,11 +366,14 @@ class Executor {
       init_host(t);
     if (o_.next_batch) {
       bool copied = false;
-      for (const ResidentTensor& rt : p_.initial_resident)
-        if (g_.tensors[rt.tensor].kind == TensorKind::kInput) {
-          b_.copy_h2d(object_ptr(rt.object), host_[rt.tensor].data(), g_.tensors[rt.tensor].bytes);
-          copied = true;
-        }
+      std::vector<AlignedBuffer> scratch(p_.initial_resident.size());
+      for (size_t i = 0; i < p_.initial_resident.size(); ++i) {
+        const ResidentTensor& rt = p_.initial_resident[i];
+        if (g_.tensors[rt.tensor].kind != TensorKind::kInput) continue;
+        b_.copy_h2d(object_ptr(rt.object), host_value(rt.tensor, &scratch[i]),
+                    g_.tensors[rt.tensor].bytes);
+        copied = true;
+      }
       if (copied) b_.synchronize();
     }
 
@@ -341,13 +419,11 @@ class Executor {
         case StepKind::kSwapIn:
           reuse(st, step.object);
           tenant_[step.object] = step.occupant();
-          b_.copy_h2d(object_ptr(step.object), host_[step.tensor()].data(),
-                      g_.tensors[step.tensor()].bytes);
+          copy_in(object_ptr(step.object), step.tensor());
           touch(st, step.object, s);
           break;
         case StepKind::kSwapOut:
-          b_.copy_d2h(host_[step.tensor()].data(), object_ptr(step.object),
-                      g_.tensors[step.tensor()].bytes);
+          copy_out(step.tensor(), object_ptr(step.object));
           touch(st, step.object, s);
           if (tenant_[step.object] == step.occupant()) tenant_[step.object] = Occupant();
           break;
@@ -414,8 +490,9 @@ class Executor {
         on_device[i] = 1;
         b_.launch_checksum(object_ptr(k), g_.tensors[t].bytes,
                            layout_.num_slots() + static_cast<int32_t>(i));
-      } else if (host_[t].data()) {
-        host_sums[i] = synthetic::checksum_buffer(host_[t].data(), g_.tensors[t].bytes);
+      } else if (host_[t].data() || on_nvme(t)) {
+        AlignedBuffer scratch;
+        host_sums[i] = synthetic::checksum_buffer(host_value(t, &scratch), g_.tensors[t].bytes);
       }
     }
     b_.synchronize();
@@ -464,7 +541,12 @@ class Executor {
   double scale_ = 1;  // the current iteration's time scale (Note [Automatic time scale])
 
   Buffer arena_;
-  std::vector<Buffer> host_;  // per tensor; empty when not needed
+  std::vector<Buffer> host_;  // per tensor; empty when not needed (or on NVMe)
+  // Note [Host tier]: the NVMe tier (open_nvme).
+  std::unique_ptr<NvmeStore> nvme_;
+  std::vector<int64_t> nvme_offset_;  // per tensor, its place in the file; -1: not there
+  AlignedBuffer staging_[2][2];       // [swap-in, swap-out][chunk % 2]
+  int64_t staging_chunk_ = 0;
   std::vector<TensorId> reset_inputs_;
   SlotLayout layout_;
   std::vector<TensorId> persistent_;

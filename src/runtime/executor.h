@@ -140,6 +140,13 @@ struct RunOptions {
   // run with the graph, the plan and the options above (Note [Rank failures]
   // in runtime/mpi/ranks.h).
   std::string agree;
+  // Note [Host tier] (plan/host_tier.h): the file (or block device) that
+  // holds the plan's NVMe tensors (runtime/nvme/nvme_store.h); needed when
+  // the plan has any, created and removed by the run.
+  std::string nvme_path;
+  // The staging chunk (0: nvme_staging_chunk, as the plan counts it); tests
+  // give a smaller one, so that copies go in many chunks.
+  int64_t nvme_chunk_bytes = 0;
 };
 
 struct RunResult {
@@ -150,7 +157,9 @@ struct RunResult {
   int64_t peak_device_bytes = 0;          // over all iterations, from the measured timelines
   int64_t arena_bytes = 0;                // the device arena: exactly the plan's budget
   int64_t pool_end_bytes = 0;             // the end of the last object in the arena
-  int64_t host_bytes = 0;                 // host storage
+  int64_t host_bytes = 0;                 // host storage (NVMe staging included)
+  int64_t nvme_bytes = 0;                 // the NVMe tensors' file (Note [Host tier])
+  std::string nvme_backend;               // its engine: "io_uring" or "threads"; empty: none
   int safety_waits = 0;                   // per iteration (Note [Executing a plan])
   // Per iteration: the op kernels that ran past their op's duration, and by
   // how much in all (wall us); host backend only (Backend::take_kernel_overrun).

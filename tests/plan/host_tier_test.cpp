@@ -53,13 +53,14 @@ TEST(HostTier, SlotsAndUseByHand) {
   EXPECT_EQ(u.slot_bytes, 170);
   EXPECT_EQ(u.staging_bytes, 0);
   EXPECT_EQ(u.nvme_bytes, 0);
-  // p on NVMe: 70 B of slots and staging of 4 x 100 B (under a chunk).
+  // p on NVMe: 70 B of slots and staging of 4 x 100 B (under a chunk), in
+  // whole 4096-byte blocks.
   pl.nvme_tensors = {p};
   u = host_use(b.g, pl);
   EXPECT_EQ(u.slot_bytes, 70);
-  EXPECT_EQ(u.staging_bytes, 400);
+  EXPECT_EQ(u.staging_bytes, 4 * 4096);
   EXPECT_EQ(u.nvme_bytes, 100);
-  EXPECT_EQ(u.total(), 470);
+  EXPECT_EQ(u.total(), 70 + 4 * 4096);
   EXPECT_EQ(nvme_staging_bytes(kNvmeChunkBytes * 3), 4 * kNvmeChunkBytes);
 }
 
@@ -126,7 +127,8 @@ TEST(HostTier, SaysWhyItCannotFit) {
 }
 
 // t (param, 1000 B) comes in, then op 0 reads it. On NVMe at 0.5 B/us
-// behind a 1 B/us link: 1000 B take 2000 us, after 10 us of latency.
+// behind a 1 B/us link, in one chunk: 10 us of latency, 2000 us to read,
+// then 1000 us to copy.
 TEST(HostTier, TheSimulatorStagesNvmeCopiesByHand) {
   GraphBuilder b;
   const TensorId t = b.tensor(1000, TensorKind::kParam);
@@ -148,7 +150,7 @@ TEST(HostTier, TheSimulatorStagesNvmeCopiesByHand) {
   p.nvme_tensors = {t};
   r = sim.run(b.g, p, times, unit_link_with_nvme());
   ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_NEAR(r.iteration_us, 2010 + 5, 1e-9);
+  EXPECT_NEAR(r.iteration_us, 3010 + 5, 1e-9);
   EXPECT_EQ(r.nvme_read_bytes, 1000);
   EXPECT_EQ(r.nvme_write_bytes, 0);
   r = sim.run(b.g, p, times, testing::unit_link());

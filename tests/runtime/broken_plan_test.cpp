@@ -94,25 +94,5 @@ TEST(RuntimeBrokenPlan, ReuseRaceIsCaughtWithoutTheSafetyNet) {
 }
 #endif
 
-// Note [Host tier]: the executor does not stage NVMe copies yet, and says so
-// instead of running the plan's NVMe tensors from host memory.
-TEST(RuntimeBrokenPlan, NvmeTensorsAreRefusedWithAReason) {
-  auto s = swap_chain(64 << 10, 20, 1);
-  TensorId out = -1;
-  for (const Step& st : s.plan.steps)
-    if (st.kind == StepKind::kSwapOut) out = st.tensor();
-  ASSERT_GE(out, 0);
-  s.plan.host_budget = int64_t{1} << 40;
-  s.plan.nvme_tensors = {out};
-  EXPECT_TRUE(verify_plan(s.g, s.plan).ok) << verify_plan(s.g, s.plan).violation;
-  try {
-    run_broken(s);
-    ADD_FAILURE() << "ran a plan with NVMe tensors";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("does not execute the NVMe tier yet"), std::string::npos)
-        << e.what();
-  }
-}
-
 }  // namespace
 }  // namespace sa::runtime

@@ -80,6 +80,7 @@ AtenRunResult run_plan_aten(const Graph& g, const Plan& p, const AtenProgram& pr
   ro.time_scale = 0;
   ro.check_integrity = false;
   ro.agree = "kernels: aten";  // every rank (Note [Rank failures] in runtime/mpi/ranks.h)
+  ro.nvme_path = o.nvme_path;
   ro.next_batch = o.next_batch;
   if (o.step_scalars) {
     ro.next_batch = [&](int it) {

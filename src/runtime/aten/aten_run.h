@@ -45,6 +45,7 @@ struct AtenRunOptions {
   // asked for once per iteration, just before its first op that takes one
   // (on the thread that runs the kernels: it may wait for them).
   std::function<std::vector<double>(int iteration)> step_scalars;
+  std::string nvme_path;  // RunOptions::nvme_path (Note [Host tier])
 };
 
 struct AtenRunResult {

@@ -6,6 +6,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -126,6 +130,21 @@ class CudaBackend final : public Backend {
   void synchronize() override {
     for (auto& s : streams_)
       SA_CUDA_CHECK(cudaStreamSynchronize(s.get()));
+    std::exception_ptr error;
+    {
+      std::lock_guard<std::mutex> lock(task_mu_);
+      error = std::exchange(task_error_, nullptr);
+    }
+    if (error) std::rethrow_exception(error);
+  }
+
+  // cudaLaunchHostFunc: f runs on a CUDA thread in the stream's order; it may
+  // not call CUDA, and its exception is kept for synchronize().
+  void host_task(Stream s, std::function<void()> f) override {
+    auto* task = new HostTask{std::move(f), this};
+    const cudaError_t e = cudaLaunchHostFunc(stream(s), &CudaBackend::run_host_task, task);
+    if (e != cudaSuccess) delete task;
+    SA_CUDA_CHECK(e);
   }
 
   void copy_h2d(std::byte* device, const std::byte* host, int64_t bytes) override {
@@ -256,6 +275,21 @@ class CudaBackend final : public Backend {
   KernelTable table_;  // kept only for kernel_
   cudaDeviceProp props_{};
   std::vector<CudaStream> streams_;
+  struct HostTask {
+    std::function<void()> f;
+    CudaBackend* self;
+  };
+  static void CUDART_CB run_host_task(void* p) {
+    std::unique_ptr<HostTask> t(static_cast<HostTask*>(p));
+    try {
+      t->f();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(t->self->task_mu_);
+      if (!t->self->task_error_) t->self->task_error_ = std::current_exception();
+    }
+  }
+  std::mutex task_mu_;
+  std::exception_ptr task_error_;  // the first host task's error, for synchronize()
   std::byte* arena_ = nullptr;
   std::vector<int32_t> op_begin_;
   std::vector<int32_t> kernel_op_;  // per kernel: the op it runs (KernelTable)
