@@ -110,8 +110,8 @@ TEST(RuntimeNvmeTier, PlansKeepTheirDataAcrossThreeTiers) {
     EXPECT_TRUE(chunked.integrity_ok) << chunked.integrity;
     EXPECT_GT(run.nvme_bytes, 0);
     EXPECT_FALSE(run.nvme_backend.empty());
-    EXPECT_LE(run.host_bytes, ref_run.host_bytes - host_use(g, p).nvme_bytes +
-                                  host_use(g, p).staging_bytes);
+    EXPECT_LE(run.host_bytes,
+              ref_run.host_bytes - host_use(g, p).nvme_bytes + host_use(g, p).staging_bytes);
     EXPECT_FALSE(std::filesystem::exists(path)) << "the run removes the file it made";
     ++ran;
   }
