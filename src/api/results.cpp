@@ -102,8 +102,15 @@ double share_of(int64_t budget, int64_t peak) {
 SweepSetup prepare_sweep(SweepArgs args) {
   if (args.planning.time_budget_s == 0 && args.planning.evaluations == 0)
     args.planning.time_budget_s = 5;  // per point
-  // The sweep chooses the budgets: a placeholder over any device's memory.
-  SweepSetup s{load_planning_inputs(args.planning, std::nullopt, int64_t{1} << 62), {}};
+  // The sweep chooses the budgets: a placeholder over any device's memory;
+  // over the host budget, the device budget is the arguments'.
+  SweepSetup s{args.over_host ? load_planning_inputs(args.planning)
+                              : load_planning_inputs(args.planning, std::nullopt, int64_t{1} << 62),
+               {}};
+  if (args.over_host)
+    s.options.device_budget = s.in.budget;
+  else
+    s.options.host_budget = s.in.host_budget;
   s.options.points = args.points;
   if (args.target > 0) s.options.target = args.target;
   s.options.compute_scale = args.planning.compute_scale;
@@ -135,7 +142,7 @@ nlohmann::json point_json(const SweepPoint& p, int64_t peak) {
 nlohmann::json sweep_json(const PlanningInputs& in, const SweepOptions& o, const SweepResult& r) {
   nlohmann::json points = nlohmann::json::array();
   for (const SweepPoint& p : r.points)
-    points.push_back(point_json(p, r.peak_live));
+    points.push_back(point_json(p, r.over_host ? r.host_need : r.peak_live));
   nlohmann::json j = {{"graph", in.graph.name},
                       {"device", in.device.name},
                       {"allocator", std::string(to_string(o.method.allocator))},
@@ -145,7 +152,12 @@ nlohmann::json sweep_json(const PlanningInputs& in, const SweepOptions& o, const
                       {"min_budget_bytes", r.min_budget},
                       {"no_swap_floor_bytes", r.no_swap_floor},
                       {"no_swap_floor_order", r.floor_order},
-                      {"points", points}};
+                      {"points", points},
+                      {"over", r.over_host ? "host" : "device"}};
+  if (r.over_host) {  // the points' budgets are host budgets; fraction_of_peak is of host_need
+    j["device_budget_bytes"] = in.budget;
+    j["host_need_bytes"] = r.host_need;
+  }
   if (r.target) {
     j["target"] = *r.target;
     j["target_budget_bytes"] =

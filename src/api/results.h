@@ -39,7 +39,8 @@ nlohmann::json compare_json(const PlanningInputs& in, const Problem& problem, co
 struct SweepArgs {
   PlanningArgs planning;
   int points = 10;
-  double target = 0;  // 0: none
+  double target = 0;       // 0: none
+  bool over_host = false;  // --over host: the host budget at the given device budget
 };
 struct SweepSetup {
   PlanningInputs in;

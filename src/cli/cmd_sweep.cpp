@@ -28,6 +28,7 @@ using api::share_of;
 // The sweep's arguments (api/results.h) and the command line's report file.
 struct SweepArgs : api::SweepArgs {
   std::string output;
+  std::string over = "device";  // --over device|host
 };
 
 // --target: a share of ideal, finite and in (0, 1].
@@ -44,19 +45,28 @@ CLI::Validator target_fraction() {
 }
 
 void run_sweep(SweepArgs args) {
-  if (!args.planning.memory.empty() || args.planning.memory_fraction > 0)
+  args.over_host = args.over == "host";
+  const bool host = args.over_host;
+  if (host && !args.output.empty())
+    throw Error("sweep --over host: the report (-o) draws device budgets only; use --json");
+  if (host && !args.planning.host_memory.empty())
+    print_warnings({"sweep --over host: --host-memory is ignored: the sweep chooses it"});
+  if (!host && (!args.planning.memory.empty() || args.planning.memory_fraction > 0))
     print_warnings(
         {"sweep: --memory and --memory-fraction are ignored: the sweep chooses the "
-         "budgets"});
+         "budgets (--over host sweeps the host budget at theirs)"});
+  if (host) args.planning.host_memory.clear();
   auto [in, o] = api::prepare_sweep(args);
   const bool tell = !args.planning.quiet;
+  int64_t need = in.peak_live;  // what the points' shares are of
   o.progress = [&](const SweepPoint& p, int done, int total) {
     if (!tell) return;
-    fmt::print(stderr, "sweep: {}/{}  {} ({:.0f}% of peak): {}\n", done, total,
-               format_bytes(p.budget), share_of(p.budget, in.peak_live) * 100,
+    fmt::print(stderr, "sweep: {}/{}  {} {}: {}\n", done, total, host ? "host" : "",
+               format_bytes(p.budget),
                p.feasible ? percent_floor(p.throughput) + "% of ideal" : "no plan");
   };
   const SweepResult r = sweep(in.graph, in.device, o);
+  if (host) need = r.host_need;
 
   if (!args.output.empty()) {
     // The report draws the plan at the target's budget (else the peak) beside
@@ -89,15 +99,21 @@ void run_sweep(SweepArgs args) {
   // Names from files: Note [Names on a terminal].
   fmt::print("{} on {}, {} allocator; ideal {}\n", terminal_safe(in.graph.name),
              terminal_safe(in.device.name), to_string(o.method.allocator), format_us(r.ideal_us));
-  fmt::print(
-      "peak live bytes {} (program order); no-swap floor {} ({} order); smallest "
-      "feasible budget {}\n\n",
-      format_bytes(r.peak_live), format_bytes(r.no_swap_floor), r.floor_order,
-      format_bytes(r.min_budget));
-  fmt::print("{:>12} {:>7} {:>9} {:>13} {:>9} {:>9}\n", "budget", "% peak", "% ideal",
-             "iteration ms", "GB in", "GB out");
+  if (host)
+    fmt::print(
+        "device budget {}; host memory its plan takes without a host limit {}; budgets below "
+        "it send the rest to NVMe (Note [Host tier])\n\n",
+        format_bytes(in.budget), format_bytes(r.host_need));
+  else
+    fmt::print(
+        "peak live bytes {} (program order); no-swap floor {} ({} order); smallest "
+        "feasible budget {}\n\n",
+        format_bytes(r.peak_live), format_bytes(r.no_swap_floor), r.floor_order,
+        format_bytes(r.min_budget));
+  fmt::print("{:>12} {:>7} {:>9} {:>13} {:>9} {:>9}\n", host ? "host budget" : "budget",
+             host ? "% need" : "% peak", "% ideal", "iteration ms", "GB in", "GB out");
   for (const SweepPoint& p : r.points) {
-    const double of_peak = 100 * share_of(p.budget, r.peak_live);
+    const double of_peak = 100 * share_of(p.budget, need);
     if (!p.feasible) {
       fmt::print("{:>12} {:>6.1f}% no plan: {}\n", format_bytes(p.budget), of_peak,
                  terminal_safe(p.why));
@@ -110,11 +126,13 @@ void run_sweep(SweepArgs args) {
   }
   if (r.target) {
     if (r.target_budget)
-      fmt::print("\nsmallest budget found for {:g}% of ideal: {} ({:.1f}% of peak live)\n",
-                 100 * *r.target, format_bytes(*r.target_budget),
-                 100 * share_of(*r.target_budget, r.peak_live));
+      fmt::print("\nsmallest {}budget found for {:g}% of ideal: {} ({:.1f}% of {})\n",
+                 host ? "host " : "", 100 * *r.target, format_bytes(*r.target_budget),
+                 100 * share_of(*r.target_budget, need), host ? "the need" : "peak live");
     else
-      fmt::print("\nno budget up to the peak live bytes reached {:g}% of ideal\n", 100 * *r.target);
+      fmt::print("\nno {} reached {:g}% of ideal\n",
+                 host ? "host budget up to the need" : "budget up to the peak live bytes",
+                 100 * *r.target);
   }
   if (!args.output.empty())
     fmt::print("report written  {} ({})\n", terminal_safe(args.output),
@@ -135,6 +153,12 @@ void register_sweep(CLI::App& app) {
                   "a share of ideal, e.g. 0.9: the smallest budget found that keeps it")
       ->check(target_fraction());
   cmd->add_option("-o,--output", args->output, "also write an HTML report with the sweep");
+  cmd->add_option("--over", args->over,
+                  "device: the device budget from the smallest feasible to the peak; host: the "
+                  "host budget (Note [Host tier]) at the device budget --memory or "
+                  "--memory-fraction gives, up to what its plan takes without a host limit")
+      ->check(CLI::IsMember({"device", "host"}))
+      ->capture_default_str();
   cmd->callback([args] { run_sweep(*args); });
 }
 

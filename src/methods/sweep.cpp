@@ -7,9 +7,11 @@
 
 #include "graph/stats.h"
 #include "plan/allocation.h"
+#include "plan/host_tier.h"
 #include "plan/problem.h"
 #include "search/no_swap.h"
 #include "util/error.h"
+#include "util/units.h"
 
 namespace sa {
 namespace {
@@ -54,14 +56,31 @@ SweepResult sweep(const Graph& g, const DeviceProfile& device, const SweepOption
                        ? r.largest_op
                        : std::max(r.largest_op, min_pool_bytes(g, at_peak.sizes));
   }
-  const int64_t lo = r.min_budget;
-  const int64_t hi = std::max(lo, r.peak_live);
+  int64_t lo = r.min_budget;
+  int64_t hi = std::max(lo, r.peak_live);
+  if (o.device_budget) {  // Note [Budget sweep]: over the host budget
+    const Problem unlimited(g, device, *o.device_budget, o.compute_scale);
+    const MethodResult m = run_method("swapadvisor", unlimited, o.method);
+    if (!m.feasible)
+      throw Error(fmt::format("sweep: no plan at the device budget of {}: {}",
+                              format_bytes(*o.device_budget), m.why));
+    r.over_host = true;
+    r.host_need = host_use(g, m.plan).total();
+    if (r.host_need == 0)
+      throw Error(fmt::format(
+          "sweep: at the device budget of {} the plan keeps nothing in host memory: there is no "
+          "host budget to sweep",
+          format_bytes(*o.device_budget)));
+    hi = r.host_need;
+    lo = std::max<int64_t>(1, hi / o.points);
+  }
   const int total = o.points + (o.target ? o.target_steps : 0);
   int done = 0;
   auto run = [&](int64_t budget) {
     SweepPoint p;
     p.budget = budget;
-    const Problem pb(g, device, budget, o.compute_scale);
+    const Problem pb(g, device, o.device_budget.value_or(budget), o.compute_scale, {},
+                     o.device_budget ? budget : o.host_budget);
     try {
       const MethodResult m = run_method("swapadvisor", pb, o.method);
       p.feasible = m.feasible;

@@ -20,6 +20,14 @@
 // share of ideal is not monotone in the budget for a heuristic search, so
 // this is the smallest budget *found*, as a user would find it by hand.
 // The no-swap floor (search/no_swap.h) is reported beside the points.
+//
+// Over the host budget (SweepOptions::device_budget set; Note [Host tier]
+// in plan/host_tier.h): the device budget stays, and the points are host
+// budgets spaced evenly from need / points up to `need`, the host memory
+// the search's plan takes at that device budget with no host limit
+// (SweepResult::host_need); the target is bisected the same way. What does
+// not fit a point's host budget goes to the profile's NVMe tier, or the
+// point has no plan.
 
 #include <cstdint>
 #include <functional>
@@ -54,6 +62,9 @@ struct SweepResult {
   std::vector<SweepPoint> points;  // evenly spaced, then the bisection's, by budget
   std::optional<double> target;
   std::optional<int64_t> target_budget;  // the smallest budget found to reach the target
+  // Over the host budget: the points' budgets are host budgets, up to this.
+  bool over_host = false;
+  int64_t host_need = 0;
 };
 
 struct SweepOptions {
@@ -62,6 +73,9 @@ struct SweepOptions {
   int target_steps = 4;          // bisection searches for the target
   double compute_scale = 1;
   MethodOptions method;  // the search's options and the allocator
+  // Set: sweep the host budget at this device budget (Note [Budget sweep]).
+  std::optional<int64_t> device_budget;
+  int64_t host_budget = 0;  // over the device budget: every point's (0: unlimited)
   // Called after every search (for a progress line): the point, and how
   // many of how many searches have run (the bisection's count is a guess).
   std::function<void(const SweepPoint&, int done, int total)> progress;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "methods/methods.h"
+#include "plan/host_tier.h"
 #include "plan/stalls.h"
 #include "report/class_memory.h"
 #include "report/labels.h"
@@ -76,6 +77,12 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
     stall_of[stalls.stalls[i].step] = static_cast<int32_t>(i);
 
   const std::vector<std::string> tensor_label = tensor_labels(g);
+  // Note [Host tier]: a copy of a tensor on NVMe is staged through the host
+  // on its stream; it is named so, with "tier":"nvme" in its args.
+  std::vector<uint8_t> on_nvme(g.num_tensors(), 0);
+  for (TensorId t : p.nvme_tensors)
+    on_nvme[t] = 1;
+  const HostUse host = host_use(g, p);
   TraceWriter w;
   fmt::memory_buffer& out = w.buffer();
   nlohmann::json other = sim_result_json(sim);
@@ -83,7 +90,10 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
                 {"method", p.method},
                 {"memory_budget_bytes", p.memory_budget},
                 {"pool_bytes", p.arena_bytes()},
+                {"host_bytes", host.total()},
                 {"generator", "swapadvisor plan --trace"}});
+  if (p.host_budget > 0)
+    other.update({{"host_budget_bytes", p.host_budget}, {"nvme_bytes", host.nvme_bytes}});
   fmt::format_to(std::back_inserter(out), "{{\"displayTimeUnit\":\"ms\",\"otherData\":{},\n",
                  dump_json(other));
   out.append(std::string_view("\"traceEvents\":["));
@@ -133,11 +143,13 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
       continue;
     }
     const Tensor& x = g.tensors[st.tensor()];
-    const std::string name =
-        fmt::format("{} ({})", tensor_label[st.tensor()], format_bytes(x.bytes));
-    const std::string args =
-        fmt::format(R"("step":{},"tensor":{},"kind":"{}","bytes":{},"object":{},"class":{})", s,
-                    st.tensor(), to_string(x.kind), x.bytes, st.object, p.objects[st.object].cls);
+    const bool nvme = on_nvme[st.tensor()] && st.kind != StepKind::kDrop;
+    const std::string name = fmt::format("{} ({}){}", tensor_label[st.tensor()],
+                                         format_bytes(x.bytes), nvme ? " via NVMe" : "");
+    const std::string args = fmt::format(
+        R"("step":{},"tensor":{},"kind":"{}","bytes":{},"object":{},"class":{},"tier":"{}")", s,
+        st.tensor(), to_string(x.kind), x.bytes, st.object, p.objects[st.object].cls,
+        nvme ? "nvme" : "host");
     if (st.kind == StepKind::kDrop) {
       w.event(
           R"({{"ph":"i","s":"t","pid":{},"tid":{},"ts":{:.3f},"name":{},"cat":"drop","args":{{{}}}}})",
@@ -153,6 +165,10 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
   for (const MemoryPoint& m : sim.memory)
     w.event(R"({{"ph":"C","pid":{},"ts":{:.3f},"name":"device memory","args":{{"in use":{}}}}})",
             kPid, m.time_us, m.bytes);
+  // Host memory: the plan's slots are held all iteration (Note [Host tier]).
+  for (const double at : {0.0, sim.iteration_us})
+    w.event(R"({{"ph":"C","pid":{},"ts":{:.3f},"name":"host memory","args":{{"in use":{}}}}})",
+            kPid, at, host.total());
   for (const ClassMemory& grp :
        memory_by_class(g, p, sim.timeline, sim.iteration_us, info.class_tracks)) {
     const std::string name = json_str(grp.label);

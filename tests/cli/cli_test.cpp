@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -65,6 +67,46 @@ TEST(CliPlan, PlansWritesAndVerifies) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("made for another graph"), std::string::npos) << r.err;
   std::remove(plan_file.c_str());
+}
+
+// Note [Host tier] end to end: a plan with a host budget on a profile with
+// an NVMe tier keeps tensors on NVMe, verifies, runs with --nvme-file
+// (integrity ok) and not without one; sweep --over host sweeps the host
+// budget at the device budget given.
+TEST(CliPlan, HostBudgetPlansVerifyRunAndSweep) {
+  const testing::TempDir dir;
+  const std::string device = dir / "nvme.json", plan_file = dir / "plan.json";
+  std::ofstream(device) << (R"({"format": "swapadvisor-device", "version": 1,
+    "name": "v100-with-nvme", "memory_bytes": 17179869184, "h2d_gbps": 12, "d2h_gbps": 12,
+    "duplex_gbps": 20, "peak_tflops": 15.7, "hbm_gbps": 900,
+    "nvme_read_gbps": 1.7, "nvme_write_gbps": 1.25, "nvme_latency_us": 50})");
+  const std::string graph = testing::data_path("graphs/lstm-h1024-l2-b32-s50.json.gz");
+  const std::string common = graph + " --device " + device + " --memory-fraction 0.4";
+  auto r =
+      run_cli("plan " + common +
+              " --host-memory 160MiB --evaluations 12 --threads 2 --quiet --json -o " + plan_file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["nvme_tensors"].get<int>(), 0);
+  EXPECT_LE(j["host_bytes"].get<int64_t>(), int64_t{160} << 20);
+  EXPECT_GT(j["nvme_read_bytes"].get<int64_t>(), 0);
+  r = run_cli("verify " + graph + " " + plan_file);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli("run " + graph + " " + plan_file + " --device " + device +
+              " --iterations 1 --quiet --json --nvme-file " + (dir / "tier.bin"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["integrity"], "ok");
+  EXPECT_GT(j["nvme_bytes"].get<int64_t>(), 0);
+  r = run_cli("run " + graph + " " + plan_file + " --device " + device + " --iterations 1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--nvme-file"), std::string::npos) << r.err;
+  r = run_cli("sweep " + common + " --over host --points 2 --evaluations 8 --threads 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["over"], "host");
+  EXPECT_GT(j["host_need_bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(j["points"].back()["budget_bytes"], j["host_need_bytes"]);
 }
 
 // --data-parallel: a plan for one rank of 2 that verify and run read back

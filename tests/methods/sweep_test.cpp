@@ -11,6 +11,8 @@
 #include "baselines/baseline_test_util.h"
 #include "cost/device.h"
 #include "methods/sweep.h"
+#include "plan/host_tier.h"
+#include "plan/problem.h"
 #include "test_util.h"
 
 namespace sa {
@@ -107,6 +109,37 @@ TEST(Sweep, RefusesFewerThanTwoPointsAndATargetOutsideZeroToOne) {
     EXPECT_EQ(testing::error_of([&] { sweep(c.g, dev, o); }),
               fmt::format("--target {}: a fraction in (0, 1], e.g. 0.9 for 90%", bad));
   }
+}
+
+// Over the host budget (Note [Budget sweep]): at a device budget of 800 B
+// the search's plan takes host_need bytes of host memory without a limit;
+// the points run from need / 3 up to the need, and the last one plans as
+// the unlimited search does. Points below it either plan with NVMe tensors
+// or say why not (here the staging buffers, 4 x 4096 B, do not fit beside
+// what stays: these tensors are too small for NVMe to pay).
+TEST(Sweep, OverTheHostBudgetRunsUpToWhatThePlanNeeds) {
+  const testing::Chain c = testing::chain_graph(8);
+  DeviceProfile dev = sweep_link();
+  dev.nvme_read_gbps = 0.0005;
+  dev.nvme_write_gbps = 0.0005;
+  SweepOptions o = quick_sweep(3);
+  o.device_budget = 800;
+  const SweepResult r = sweep(c.g, dev, o);
+  EXPECT_TRUE(r.over_host);
+  const Problem unlimited(c.g, dev, 800);
+  const MethodResult m = run_method("swapadvisor", unlimited, o.method);
+  ASSERT_TRUE(m.feasible) << m.why;
+  EXPECT_EQ(r.host_need, host_use(c.g, m.plan).total());
+  ASSERT_GT(r.host_need, 0);
+  const int64_t lo = r.host_need / 3;
+  ASSERT_EQ(r.points.size(), 3u);
+  EXPECT_EQ(r.points[0].budget, lo);
+  EXPECT_EQ(r.points[1].budget, lo + (r.host_need - lo + 1) / 2);
+  EXPECT_EQ(r.points[2].budget, r.host_need);
+  EXPECT_TRUE(r.points[2].feasible) << r.points[2].why;
+  EXPECT_EQ(r.points[2].iteration_us, m.sim.iteration_us);
+  for (const SweepPoint& pt : r.points)
+    if (!pt.feasible) EXPECT_NE(pt.why.find("staging"), std::string::npos) << pt.why;
 }
 
 }  // namespace

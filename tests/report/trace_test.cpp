@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "plan/host_tier.h"
 #include "plan_fixture.h"
 #include "report/class_memory.h"
 #include "report/trace.h"
@@ -83,7 +84,7 @@ TEST(Trace, CountersFollowTheMemoryProfile) {
     if (e["ph"] != "C") continue;
     if (e["name"] == "device memory")
       total.push_back({e["ts"], e["args"]["in use"]});
-    else
+    else if (e["name"] != "host memory")
       ++class_events[e["name"]];
   }
   ASSERT_EQ(total.size(), f.sim.memory.size());
@@ -93,6 +94,36 @@ TEST(Trace, CountersFollowTheMemoryProfile) {
   }
   ASSERT_EQ(class_events.size(), 1u);
   EXPECT_EQ(class_events.begin()->first, "class 0 (2 x 20 B)");
+}
+
+// Note [Host tier]: a copy of a tensor on NVMe says so, and host memory is
+// a counter held all iteration at what the plan's slots take.
+TEST(Trace, NvmeCopiesAndHostMemoryAreShown) {
+  testing::StallFixture f;
+  std::map<int, json> by_step;
+  std::vector<int64_t> host;
+  auto read = [&](const json& t) {
+    by_step.clear();
+    host.clear();
+    for (const json& e : t["traceEvents"]) {
+      if (e["ph"] == "X" || e["ph"] == "i") by_step[e["args"]["step"]] = e;
+      if (e["ph"] == "C" && e["name"] == "host memory") host.push_back(e["args"]["in use"]);
+    }
+  };
+  read(fixture_trace(f));
+  EXPECT_EQ(by_step[4]["args"]["tier"], "host");
+  EXPECT_EQ(host, (std::vector<int64_t>{host_use(f.graph, f.plan).total(),
+                                        host_use(f.graph, f.plan).total()}));
+  const TensorId t1 = f.plan.steps[4].tensor();
+  f.plan.host_budget = int64_t{1} << 30;
+  f.plan.nvme_tensors = {t1};
+  const json t = fixture_trace(f);
+  read(t);
+  EXPECT_EQ(by_step[4]["name"], "t1 (20 B) via NVMe");
+  EXPECT_EQ(by_step[4]["args"]["tier"], "nvme");
+  EXPECT_EQ(by_step[2]["args"]["tier"], "nvme");  // its swap-in too
+  EXPECT_EQ(host.front(), host_use(f.graph, f.plan).total());
+  EXPECT_EQ(t["otherData"]["nvme_bytes"], 20);
 }
 
 // Groups of size classes add up to the total at every point of the profile.
