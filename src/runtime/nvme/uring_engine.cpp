@@ -117,20 +117,24 @@ class UringEngine final : public NvmeEngine {
   void finish(UringSlot* s, int res) {
     std::string error;
     bool ended = true;
-    const NvmeChunk c = s->chunk;
-    if (res < 0) {
-      error = transfer_error(c, s->done, -res);
-    } else if (res == 0) {
-      error = transfer_error(c, s->done, 0);
-    } else {
-      s->done += res;
-      if (s->done < c.bytes && stops_short(s->done))
-        error = transfer_error(c, s->done, 0);
-      else
-        ended = s->done == c.bytes;
-    }
+    NvmeChunk c;
     {
+      // The slot is read under the lock its submitter wrote it under: the
+      // kernel orders the two through the ring, but ThreadSanitizer cannot
+      // see that ordering (CI's TSan build reported the slot as a race).
       std::lock_guard lock(mutex_);
+      c = s->chunk;
+      if (res < 0) {
+        error = transfer_error(c, s->done, -res);
+      } else if (res == 0) {
+        error = transfer_error(c, s->done, 0);
+      } else {
+        s->done += res;
+        if (s->done < c.bytes && stops_short(s->done))
+          error = transfer_error(c, s->done, 0);
+        else
+          ended = s->done == c.bytes;
+      }
       --in_flight_;
       if (!ended) backlog_.push_front(s);
       pump_locked();
