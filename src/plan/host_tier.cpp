@@ -1,7 +1,6 @@
 #include "plan/host_tier.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
@@ -10,15 +9,26 @@
 
 namespace sa {
 
-std::vector<uint8_t> host_slots(const Graph& g, const Plan& p) {
-  std::vector<uint8_t> slot(g.num_tensors(), 0);
+std::vector<uint8_t> homes_on_host(const Graph& g, const Plan& p) {
+  std::vector<uint8_t> home(g.num_tensors(), 0);
   for (TensorId t = 0; t < g.num_tensors(); ++t)
-    slot[t] = !is_transient(g.tensors[t].kind);
+    home[t] = !is_transient(g.tensors[t].kind);
   for (const ResidentTensor& r : p.initial_resident)
-    slot[r.tensor] = 0;  // its home between iterations is the device
+    home[r.tensor] = 0;  // its home between iterations is the device
+  return home;
+}
+
+std::vector<uint8_t> host_slots(const Graph& g, const Plan& p) {
+  std::vector<uint8_t> slot = homes_on_host(g, p);
   for (const Step& s : p.steps)
     if (s.kind == StepKind::kSwapOut) slot[s.tensor()] = 1;
   return slot;
+}
+
+double nvme_added_us(int64_t bytes, bool in, const DeviceProfile& d) {
+  const int64_t chunks = (bytes + kNvmeChunkBytes - 1) / kNvmeChunkBytes;
+  const double nvme = (in ? d.nvme_read_gbps : d.nvme_write_gbps) * 1e3;  // B/us
+  return static_cast<double>(bytes) / nvme + static_cast<double>(chunks) * d.nvme_latency_us;
 }
 
 HostUse host_use(const Graph& g, const Plan& p) {
@@ -60,18 +70,14 @@ std::vector<double> nvme_stall_cost(const Graph& g, const Plan& p, const SimResu
       return sim.timeline[a].start_us < sim.timeline[b].start_us;
     });
     const bool in = kind == StepKind::kSwapIn;
-    const double link = (in ? d.h2d_gbps : d.d2h_gbps) * 1e3;
-    const double nvme = (in ? d.nvme_read_gbps : d.nvme_write_gbps) * 1e3;
     double later = std::numeric_limits<double>::infinity();  // the next copy's slack plus the gap
     for (size_t k = copies.size(); k-- > 0;) {
       const StepId s = copies[k];
       const StepTiming& t = sim.timeline[s];
       const double slack = std::min(std::max(0.0, first_waiter[s] - t.end_us), later);
       if (k > 0) later = slack + std::max(0.0, t.start_us - sim.timeline[copies[k - 1]].end_us);
-      const double bytes = static_cast<double>(g.tensors[p.steps[s].tensor()].bytes);
-      const double chunks = std::ceil(bytes / static_cast<double>(kNvmeChunkBytes));
-      const double added = bytes / nvme + chunks * d.nvme_latency_us;
-      cost[p.steps[s].tensor()] += std::max(0.0, added - slack);
+      const TensorId x = p.steps[s].tensor();
+      cost[x] += std::max(0.0, nvme_added_us(g.tensors[x].bytes, in, d) - slack);
     }
   }
   return cost;
@@ -98,11 +104,7 @@ bool place_on_nvme(const Graph& g, const DeviceProfile& d, HostTierPolicy policy
   // out (-1 for a persistent tensor at home on the host: out before the
   // iteration began).
   std::vector<int32_t> copies(n, 0), evicted_at(n, -1);
-  std::vector<uint8_t> home_on_host(n, 0);
-  for (TensorId t = 0; t < n; ++t)
-    home_on_host[t] = !is_transient(g.tensors[t].kind);
-  for (const ResidentTensor& r : p->initial_resident)
-    home_on_host[r.tensor] = 0;
+  const std::vector<uint8_t> home_on_host = homes_on_host(g, *p);
   for (StepId s = p->num_steps() - 1; s >= 0; --s) {  // backwards: the first copy-out stays
     const Step& st = p->steps[s];
     if (st.kind != StepKind::kSwapIn && st.kind != StepKind::kSwapOut) continue;

@@ -85,8 +85,19 @@ struct HostUse {
   int64_t total() const { return slot_bytes + staging_bytes; }
 };
 
-// Per tensor, whether it has a host slot (Note [Host tier]).
+// Per tensor, whether its home between iterations is the host: persistent
+// and not on the device when the iteration starts.
+std::vector<uint8_t> homes_on_host(const Graph& g, const Plan& p);
+
+// Per tensor, whether it has a host slot (Note [Host tier]): at home on the
+// host, or copied out by the plan.
 std::vector<uint8_t> host_slots(const Graph& g, const Plan& p);
+
+// The time NVMe adds to a copy of `bytes` of a tensor on NVMe, in us:
+// its read (in) or write at the NVMe rate, plus one latency per chunk
+// (Note [Host tier]; the simulator times the copy so, and kLeastStall
+// costs it so).
+double nvme_added_us(int64_t bytes, bool in, const DeviceProfile& d);
 
 // What the plan's host slots take, with the plan's nvme_tensors on NVMe.
 HostUse host_use(const Graph& g, const Plan& p);

@@ -29,10 +29,7 @@ double Simulator::copy_bytes(const Graph& g, TensorId t, bool in, const DevicePr
   if (on_nvme_.empty() || !on_nvme_[t]) return static_cast<double>(bytes);
   (in ? r->nvme_read_bytes : r->nvme_write_bytes) += bytes;
   const double link = in ? d.h2d_bytes_per_us() : d.d2h_bytes_per_us();
-  const double nvme = (in ? d.nvme_read_gbps : d.nvme_write_gbps) * 1e3;
-  const int64_t chunks = (bytes + kNvmeChunkBytes - 1) / kNvmeChunkBytes;
-  return static_cast<double>(bytes) * (1.0 + link / nvme) +
-         static_cast<double>(chunks) * d.nvme_latency_us * link;
+  return static_cast<double>(bytes) + nvme_added_us(bytes, in, d) * link;
 }
 
 SimResult Simulator::run(const Graph& g, const Plan& p, std::span<const double> op_us,

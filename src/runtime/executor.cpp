@@ -265,27 +265,30 @@ class Executor {
     return scratch->data();
   }
 
-  void copy_in(std::byte* device, TensorId t) {
+  // f(offset in t, length, offset in the file, staging buffer) for each
+  // chunk of NVMe tensor t, the buffers of direction `out` in turn.
+  template <class F>
+  void for_each_chunk(TensorId t, bool out, F&& f) {
     const int64_t bytes = g_.tensors[t].bytes;
-    if (!on_nvme(t)) return b_.copy_h2d(device, host_[t].data(), bytes);
-    for (int64_t off = 0, k = 0; off < bytes; off += staging_chunk_, ++k) {
-      const int64_t len = std::min(staging_chunk_, bytes - off), at = nvme_offset_[t] + off;
-      std::byte* buf = staging_[0][k % 2].data();
+    for (int64_t off = 0, k = 0; off < bytes; off += staging_chunk_, ++k)
+      f(off, std::min(staging_chunk_, bytes - off), nvme_offset_[t] + off,
+        staging_[out ? 1 : 0][k % 2].data());
+  }
+  void copy_in(std::byte* device, TensorId t) {
+    if (!on_nvme(t)) return b_.copy_h2d(device, host_[t].data(), g_.tensors[t].bytes);
+    for_each_chunk(t, false, [&](int64_t off, int64_t len, int64_t at, std::byte* buf) {
       b_.host_task(Stream::kH2D,
                    [this, at, buf, len] { nvme_->wait(nvme_->submit_read(at, buf, len)); });
       b_.copy_h2d(device + off, buf, len);
-    }
+    });
   }
   void copy_out(TensorId t, const std::byte* device) {
-    const int64_t bytes = g_.tensors[t].bytes;
-    if (!on_nvme(t)) return b_.copy_d2h(host_[t].data(), device, bytes);
-    for (int64_t off = 0, k = 0; off < bytes; off += staging_chunk_, ++k) {
-      const int64_t len = std::min(staging_chunk_, bytes - off), at = nvme_offset_[t] + off;
-      std::byte* buf = staging_[1][k % 2].data();
+    if (!on_nvme(t)) return b_.copy_d2h(host_[t].data(), device, g_.tensors[t].bytes);
+    for_each_chunk(t, true, [&](int64_t off, int64_t len, int64_t at, std::byte* buf) {
       b_.copy_d2h(buf, device + off, len);
       b_.host_task(Stream::kD2H,
                    [this, at, buf, len] { nvme_->wait(nvme_->submit_write(at, buf, len)); });
-    }
+    });
   }
 
   // Every persistent tensor's latest value, to o_.final_value (streams idle).

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/stats.h"
+#include "host_budget_case.h"
 #include "plan/allocation.h"
 #include "plan/host_tier.h"
 #include "plan/plan_io.h"
@@ -169,14 +170,10 @@ TEST(HostTier, PlannerPlansKeepTheHostBudgetAndVerify) {
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     SCOPED_TRACE(::testing::Message() << "graph seed " << seed);
     const Graph g = testing::random_graph(24, seed);
-    const std::vector<OpId> order = program_order(g.num_ops());
-    const int64_t budget = std::max(min_budget(g), peak_live_bytes(g) * 2 / 5);
-    const Problem unlimited(g, d, budget);
-    Planner free_planner(unlimited);
-    Plan ref;
-    if (!free_planner.plan(order, nullptr, {}, &ref).ok) continue;
-    const int64_t host_budget = host_use(g, ref).total() * 3 / 5;
-    if (host_budget <= 0) continue;
+    const auto c = testing::host_budget_case(g, d);
+    if (!c || c->host_budget <= 0) continue;
+    const std::vector<OpId>& order = c->order;
+    const int64_t budget = c->budget, host_budget = c->host_budget;
     const Problem tight(g, d, budget, 1.0, {}, host_budget);
     Planner planner(tight);
     Plan p;

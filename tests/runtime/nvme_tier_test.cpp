@@ -14,6 +14,7 @@
 #include <string>
 
 #include "graph/stats.h"
+#include "host_budget_case.h"
 #include "plan/allocation.h"
 #include "plan/host_tier.h"
 #include "plan/planner.h"
@@ -80,17 +81,12 @@ TEST(RuntimeNvmeTier, PlansKeepTheirDataAcrossThreeTiers) {
     Graph g = testing::random_graph(24, seed + k);
     for (Tensor& t : g.tensors)  // over a staging chunk now and then: several chunks
       if (t.bytes > 900) t.bytes = 9 * 1024 * 1024 + 123;
-    const std::vector<OpId> order = program_order(g.num_ops());
-    const int64_t budget = std::max(min_budget(g), peak_live_bytes(g) * 2 / 5);
-    const Problem free_pb(g, d, budget);
-    Planner free_planner(free_pb);
-    Plan all_host;
-    if (!free_planner.plan(order, nullptr, {}, &all_host).ok) continue;
-    const int64_t host_budget = host_use(g, all_host).total() * 3 / 5;
-    const Problem pb(g, d, budget, 1.0, {}, host_budget);
+    const auto c = testing::host_budget_case(g, d);
+    if (!c) continue;
+    const Problem pb(g, d, c->budget, 1.0, {}, c->host_budget);
     Planner planner(pb);
     Plan p;
-    if (!planner.plan(order, nullptr, {}, &p).ok) continue;  // the staging did not fit
+    if (!planner.plan(c->order, nullptr, {}, &p).ok) continue;  // the staging did not fit
     ASSERT_FALSE(p.nvme_tensors.empty());
     ASSERT_TRUE(verify_plan(g, p).ok) << verify_plan(g, p).violation;
     // The same plan with everything in host memory: the values to match.
@@ -127,14 +123,11 @@ TEST(RuntimeNvmeTier, APlanWithNvmeTensorsNeedsAFile) {
     g = testing::random_graph(24, seed);
     for (Tensor& t : g.tensors)  // as above: tensors large enough to be worth NVMe
       if (t.bytes > 900) t.bytes = 9 * 1024 * 1024 + 123;
-    const std::vector<OpId> order = program_order(g.num_ops());
-    const int64_t budget = std::max(min_budget(g), peak_live_bytes(g) * 2 / 5);
-    const Problem free_pb(g, d, budget);
-    Planner free_planner(free_pb);
-    if (!free_planner.plan(order, nullptr, {}, &p).ok) continue;
-    const Problem pb(g, d, budget, 1.0, {}, host_use(g, p).total() * 3 / 5);
+    const auto c = testing::host_budget_case(g, d);
+    if (!c) continue;
+    const Problem pb(g, d, c->budget, 1.0, {}, c->host_budget);
     Planner planner(pb);
-    if (!planner.plan(order, nullptr, {}, &p).ok) p.nvme_tensors.clear();
+    if (!planner.plan(c->order, nullptr, {}, &p).ok) p.nvme_tensors.clear();
     op_us = pb.op_us;
   }
   ASSERT_FALSE(p.nvme_tensors.empty()) << "no graph of seeds 30-59 planned with NVMe tensors";

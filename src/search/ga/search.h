@@ -3,8 +3,8 @@
 // Search, shared by the files of this folder, one role each:
 //   seeds.cpp   the seeds: bases (orders, layouts) planned first, repaired;
 //   evolve.cpp  new candidates: initial ones, children, mutations, selection;
-// search/ga.cpp runs the generations and keeps the best (Note [Search time]).
 //   local.cpp   stall-guided moves of the best candidate;
+// search/ga.cpp runs the generations and keeps the best (Note [Search time]).
 // Only these files include this header.
 //
 // Note [Stall-guided moves]
@@ -132,7 +132,7 @@ struct Worker {
   // [Evaluation cache]) unless the caller wants what the planner said.
   double evaluate(const Candidate& x, PlanResult* planned = nullptr) {
     const auto t0 = Clock::now();
-    const GeneKey key = expressed_key(x);
+    const GeneKey key = ctx.opt.cache ? expressed_key(x) : GeneKey{};
     if (!planned && ctx.opt.cache)
       if (const std::optional<double> t = cache->find(key)) {
         ++count;
@@ -142,7 +142,7 @@ struct Worker {
     PlanResult& r = planned ? *planned : local;
     r = plan_candidate(x, &plan, &simulated);
     const double t = r.ok && simulated.ok ? simulated.iteration_us : kInf;
-    cache->put(key, t);
+    if (ctx.opt.cache) cache->put(key, t);
     if (t < best_us) {
       best_us = t;
       best_plan = plan;
