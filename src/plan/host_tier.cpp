@@ -35,15 +35,34 @@ HostUse host_use(const Graph& g, const Plan& p) {
   const std::vector<uint8_t> slot = host_slots(g, p);
   HostUse u;
   for (TensorId t = 0; t < g.num_tensors(); ++t)
-    if (slot[t]) u.slot_bytes += g.tensors[t].bytes;
+    if (slot[t]) u.slot_bytes += host_slot_bytes(g.tensors[t].bytes);
   int64_t largest = 0;
   for (TensorId t : p.nvme_tensors) {
-    u.slot_bytes -= g.tensors[t].bytes;
+    u.slot_bytes -= host_slot_bytes(g.tensors[t].bytes);
     u.nvme_bytes += g.tensors[t].bytes;
     largest = std::max(largest, g.tensors[t].bytes);
   }
   u.staging_bytes = nvme_staging_bytes(largest);
   return u;
+}
+
+HostArena host_arena(const Graph& g, const Plan& p) {
+  HostArena a;
+  a.slot_offset.assign(g.num_tensors(), -1);
+  std::vector<uint8_t> slot = host_slots(g, p);
+  int64_t largest = 0;
+  for (TensorId t : p.nvme_tensors) {
+    slot[t] = 0;
+    largest = std::max(largest, g.tensors[t].bytes);
+  }
+  a.staging_chunk = nvme_staging_chunk(largest);
+  a.bytes = nvme_staging_bytes(largest);
+  for (TensorId t = 0; t < g.num_tensors(); ++t) {
+    if (!slot[t]) continue;
+    a.slot_offset[t] = a.bytes;
+    a.bytes += host_slot_bytes(g.tensors[t].bytes);
+  }
+  return a;
 }
 
 bool host_fits(const Graph& g, const Plan& p) {
@@ -89,9 +108,7 @@ bool place_on_nvme(const Graph& g, const DeviceProfile& d, HostTierPolicy policy
   if (p->host_budget <= 0) return true;
   const int n = g.num_tensors();
   const std::vector<uint8_t> slot = host_slots(g, *p);
-  int64_t host = 0;
-  for (TensorId t = 0; t < n; ++t)
-    if (slot[t]) host += g.tensors[t].bytes;
+  int64_t host = host_use(g, *p).slot_bytes;  // nvme_tensors is empty
   if (host <= p->host_budget) return true;
   if (!d.has_nvme()) {
     *why = fmt::format(
@@ -139,7 +156,7 @@ bool place_on_nvme(const Graph& g, const DeviceProfile& d, HostTierPolicy policy
   for (TensorId t : order) {
     if (host + nvme_staging_bytes(largest) <= p->host_budget) break;
     p->nvme_tensors.push_back(t);
-    host -= bytes(t);
+    host -= host_slot_bytes(bytes(t));
     largest = std::max(largest, bytes(t));
   }
   if (host + nvme_staging_bytes(largest) > p->host_budget) {

@@ -12,7 +12,9 @@
 // runtime gives each its place in one pinned host arena, and the verifier
 // checks the sum against the plan's host budget without simulating. (Slots
 // whose lifetimes do not overlap could share bytes, as device objects do;
-// that is not done yet, so the figure is an upper bound.)
+// that is not done yet, so the figure is an upper bound.) A slot takes its
+// tensor's bytes rounded up to kHostSlotAlignment, its place in the arena
+// (Note [Host arena]).
 //
 // With a host budget (Plan::host_budget, --host-memory) and a device
 // profile with an NVMe tier (DeviceProfile::has_nvme), the slots that do not
@@ -76,10 +78,39 @@ inline int64_t nvme_staging_bytes(int64_t largest_bytes) {
   return 4 * nvme_staging_chunk(largest_bytes);
 }
 
+// Note [Host arena]
+// -----------------
+// The runtime keeps every host slot and the NVMe staging in one host
+// allocation (pinned on CUDA), made once before the first iteration, of
+// exactly host_use(g, p).total() bytes: never more than the plan's host
+// budget (the verifier's rule S7), and no more than the plan needs when the
+// budget is larger (pinning memory that nothing uses would take it from
+// the rest of the machine). The staging comes first, at offset 0, so that
+// its chunks keep O_DIRECT's 4096-byte alignment (the arena is page
+// aligned); the slots follow in tensor order, each at a multiple of
+// kHostSlotAlignment. Values that only load the device before an iteration
+// (the initial value or a new batch of a tensor that starts on the device
+// and is never copied out) have no slot: they pass through a load buffer
+// outside the arena, untimed, as a data loader's batch would.
+inline constexpr int64_t kHostSlotAlignment = 64;
+
+inline int64_t host_slot_bytes(int64_t bytes) {
+  return (bytes + kHostSlotAlignment - 1) / kHostSlotAlignment * kHostSlotAlignment;
+}
+
+struct HostArena {
+  std::vector<int64_t> slot_offset;  // per tensor; -1: no slot in the arena (none, or on NVMe)
+  int64_t staging_chunk = 0;         // each of the four staging chunks, from offset 0
+  int64_t bytes = 0;                 // == host_use(g, p).total()
+};
+
+// The places of the plan's host slots and staging (Note [Host arena]).
+HostArena host_arena(const Graph& g, const Plan& p);
+
 enum class HostTierPolicy : uint8_t { kLeastStall, kFewestCopies, kFirstEvicted };
 
 struct HostUse {
-  int64_t slot_bytes = 0;     // the host slots of the tensors not on NVMe
+  int64_t slot_bytes = 0;     // the host slots of the tensors not on NVMe (host_slot_bytes each)
   int64_t staging_bytes = 0;  // the NVMe staging buffers (0 without NVMe tensors)
   int64_t nvme_bytes = 0;     // the NVMe slots
   int64_t total() const { return slot_bytes + staging_bytes; }

@@ -142,7 +142,6 @@ class Executor {
   }
 
   void setup() {
-    if (!p_.nvme_tensors.empty()) open_nvme();
     if (p_.arena_bytes() > p_.memory_budget)
       throw Error(fmt::format("the plan's objects reach {} B, over its memory budget ({} B)",
                               p_.arena_bytes(), p_.memory_budget));
@@ -152,19 +151,29 @@ class Executor {
       r_.pool_end_bytes = std::max(r_.pool_end_bytes, b.end());
     SA_CHECK(r_.pool_end_bytes <= arena_.bytes(), "object past the arena's end");
 
-    // Host storage.
+    // Host storage: one arena for the slots and the NVMe staging (Note
+    // [Host arena]); a load buffer for a value that only loads the device.
     const int n = g_.num_tensors();
+    const HostArena layout = host_arena(g_, p_);
+    host_arena_ = b_.alloc_host(layout.bytes);
+    r_.host_bytes = layout.bytes;
+    host_.assign(n, nullptr);
+    load_.resize(n);
+    for (TensorId t = 0; t < n; ++t)
+      if (layout.slot_offset[t] >= 0) host_[t] = host_arena_.data() + layout.slot_offset[t];
+    if (!p_.nvme_tensors.empty()) open_nvme(layout.staging_chunk);
+    // (A plan that swaps in what it never copied out is wrong: it reads its
+    // load buffer, and the integrity check says so.)
     std::vector<uint8_t> need(n, 0);
     for (TensorId t = 0; t < n; ++t)
       need[t] = exists_at_start(g_.tensors[t].kind);
     for (const Step& s : p_.steps)
-      if (s.kind == StepKind::kSwapIn || s.kind == StepKind::kSwapOut) need[s.tensor()] = 1;
-    host_.resize(n);
+      if (s.kind == StepKind::kSwapIn) need[s.tensor()] = 1;
     for (TensorId t = 0; t < n; ++t) {
       if (!need[t]) continue;
-      if (!on_nvme(t)) {
-        host_[t] = b_.alloc_host(g_.tensors[t].bytes);
-        r_.host_bytes += g_.tensors[t].bytes;
+      if (!host_[t] && !on_nvme(t)) {
+        load_[t] = b_.alloc_host(g_.tensors[t].bytes);
+        host_[t] = load_[t].data();
       }
       if (exists_at_start(g_.tensors[t].kind)) init_host(t);
     }
@@ -209,7 +218,7 @@ class Executor {
   void init_host(TensorId t) {
     const int64_t bytes = g_.tensors[t].bytes;
     AlignedBuffer scratch;  // Note [Host tier]: filled here, then written to NVMe
-    std::byte* dst = host_[t].data();
+    std::byte* dst = host_[t];
     if (on_nvme(t)) {
       scratch = AlignedBuffer(bytes);
       dst = scratch.data();
@@ -223,34 +232,32 @@ class Executor {
 
   // Note [Host tier]: the NVMe tier. Each tensor on NVMe has its place in
   // the file, 4096-aligned; its copies go through two staging chunks per
-  // direction (nvme_staging_bytes), on the copy's stream: a host task reads
+  // direction (nvme_staging_bytes, the first bytes of the host arena: Note
+  // [Host arena]), on the copy's stream: a host task reads
   // a chunk from the file, then the link copies it to the device (swap-in),
   // or the link copies a chunk out and a host task writes it (swap-out). In
   // stream order, a chunk's buffer is filled again only after its copy.
-  void open_nvme() {
+  void open_nvme(int64_t plan_chunk) {
     if (o_.nvme_path.empty())
       throw Error(fmt::format(
           "the plan keeps {} tensors on NVMe: give the file to hold them (run --nvme-file PATH, "
           "on a disk file system that takes O_DIRECT)",
           p_.nvme_tensors.size()));
     nvme_offset_.assign(g_.num_tensors(), -1);
-    int64_t at = 0, largest = 0;
+    int64_t at = 0;
     for (TensorId t : p_.nvme_tensors) {
       nvme_offset_[t] = at;
       at += nvme_round_up(g_.tensors[t].bytes);
-      largest = std::max(largest, g_.tensors[t].bytes);
     }
     // Under mpirun every rank has a file of its own.
     const std::string path =
         o_.ranks.size > 1 ? fmt::format("{}.rank{}", o_.nvme_path, o_.ranks.rank) : o_.nvme_path;
     nvme_ = std::make_unique<NvmeStore>(path, at);
-    staging_chunk_ = nvme_staging_chunk(largest);  // as the plan counts it
+    staging_chunk_ = plan_chunk;  // as the plan counts it
     if (o_.nvme_chunk_bytes > 0)
       staging_chunk_ = std::min(staging_chunk_, nvme_round_up(o_.nvme_chunk_bytes));
-    for (auto& direction : staging_)
-      for (AlignedBuffer& b : direction)
-        b = AlignedBuffer(staging_chunk_);
-    r_.host_bytes += 4 * staging_chunk_;
+    for (int i = 0; i < 4; ++i)
+      staging_[i / 2][i % 2] = host_arena_.data() + i * plan_chunk;
     r_.nvme_bytes = at;
     r_.nvme_backend = nvme_->backend_name();
   }
@@ -259,7 +266,7 @@ class Executor {
   // The host value of t (streams idle): its host copy, or read from NVMe
   // into *scratch.
   const std::byte* host_value(TensorId t, AlignedBuffer* scratch) {
-    if (!on_nvme(t)) return host_[t].data();
+    if (!on_nvme(t)) return host_[t];
     *scratch = AlignedBuffer(g_.tensors[t].bytes);
     nvme_->wait(nvme_->submit_read(nvme_offset_[t], scratch->data(), g_.tensors[t].bytes));
     return scratch->data();
@@ -272,10 +279,10 @@ class Executor {
     const int64_t bytes = g_.tensors[t].bytes;
     for (int64_t off = 0, k = 0; off < bytes; off += staging_chunk_, ++k)
       f(off, std::min(staging_chunk_, bytes - off), nvme_offset_[t] + off,
-        staging_[out ? 1 : 0][k % 2].data());
+        staging_[out ? 1 : 0][k % 2]);
   }
   void copy_in(std::byte* device, TensorId t) {
-    if (!on_nvme(t)) return b_.copy_h2d(device, host_[t].data(), g_.tensors[t].bytes);
+    if (!on_nvme(t)) return b_.copy_h2d(device, host_[t], g_.tensors[t].bytes);
     for_each_chunk(t, false, [&](int64_t off, int64_t len, int64_t at, std::byte* buf) {
       b_.host_task(Stream::kH2D,
                    [this, at, buf, len] { nvme_->wait(nvme_->submit_read(at, buf, len)); });
@@ -283,7 +290,7 @@ class Executor {
     });
   }
   void copy_out(TensorId t, const std::byte* device) {
-    if (!on_nvme(t)) return b_.copy_d2h(host_[t].data(), device, g_.tensors[t].bytes);
+    if (!on_nvme(t)) return b_.copy_d2h(host_[t], device, g_.tensors[t].bytes);
     for_each_chunk(t, true, [&](int64_t off, int64_t len, int64_t at, std::byte* buf) {
       b_.copy_d2h(buf, device + off, len);
       b_.host_task(Stream::kD2H,
@@ -302,7 +309,7 @@ class Executor {
         b_.copy_d2h(tmp.data(), object_ptr(k), bytes);
         b_.synchronize();
         o_.final_value(t, tmp.data(), bytes);
-      } else if (host_[t].data() || on_nvme(t)) {
+      } else if (host_[t] || on_nvme(t)) {
         AlignedBuffer scratch;
         o_.final_value(t, host_value(t, &scratch), bytes);
       }
@@ -493,7 +500,7 @@ class Executor {
         on_device[i] = 1;
         b_.launch_checksum(object_ptr(k), g_.tensors[t].bytes,
                            layout_.num_slots() + static_cast<int32_t>(i));
-      } else if (host_[t].data() || on_nvme(t)) {
+      } else if (host_[t] || on_nvme(t)) {
         AlignedBuffer scratch;
         host_sums[i] = synthetic::checksum_buffer(host_value(t, &scratch), g_.tensors[t].bytes);
       }
@@ -544,11 +551,13 @@ class Executor {
   double scale_ = 1;  // the current iteration's time scale (Note [Automatic time scale])
 
   Buffer arena_;
-  std::vector<Buffer> host_;  // per tensor; empty when not needed (or on NVMe)
+  Buffer host_arena_;              // Note [Host arena]
+  std::vector<std::byte*> host_;   // per tensor: its slot in host_arena_ or load_; null: none
+  std::vector<Buffer> load_;       // per tensor: a load buffer (Note [Host arena])
   // Note [Host tier]: the NVMe tier (open_nvme).
   std::unique_ptr<NvmeStore> nvme_;
   std::vector<int64_t> nvme_offset_;  // per tensor, its place in the file; -1: not there
-  AlignedBuffer staging_[2][2];       // [swap-in, swap-out][chunk % 2]
+  std::byte* staging_[2][2] = {};     // [swap-in, swap-out][chunk % 2], in host_arena_
   int64_t staging_chunk_ = 0;
   std::vector<TensorId> reset_inputs_;
   SlotLayout layout_;

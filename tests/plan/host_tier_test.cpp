@@ -36,7 +36,8 @@ DeviceProfile unit_link_with_nvme() {
 // p (param, 100 B, home on the host), q (param, 50 B, on the device all
 // along), a (activation, 30 B, out and in), c (activation, 20 B, never
 // copied), o (optimizer state, 40 B, on the device at the start, out and
-// back). Host slots: p, a, o = 170 B.
+// back). Host slots: p, a, o: 100 + 30 + 40 B, each rounded up to 64 B
+// (kHostSlotAlignment): 128 + 64 + 64 = 256 B.
 TEST(HostTier, SlotsAndUseByHand) {
   GraphBuilder b;
   const TensorId p = b.tensor(100, TensorKind::kParam), q = b.tensor(50, TensorKind::kParam);
@@ -51,17 +52,25 @@ TEST(HostTier, SlotsAndUseByHand) {
   add_step(pl, StepKind::kSwapIn, o, 1, {});
   EXPECT_EQ(host_slots(b.g, pl), (std::vector<uint8_t>{1, 0, 1, 0, 1}));
   HostUse u = host_use(b.g, pl);
-  EXPECT_EQ(u.slot_bytes, 170);
+  EXPECT_EQ(u.slot_bytes, 256);
   EXPECT_EQ(u.staging_bytes, 0);
   EXPECT_EQ(u.nvme_bytes, 0);
-  // p on NVMe: 70 B of slots and staging of 4 x 100 B (under a chunk), in
-  // whole 4096-byte blocks.
+  // The arena (Note [Host arena]): no staging, then p, a, o.
+  HostArena arena = host_arena(b.g, pl);
+  EXPECT_EQ(arena.slot_offset, (std::vector<int64_t>{0, -1, 128, -1, 192}));
+  EXPECT_EQ(arena.bytes, 256);
+  // p on NVMe: 128 B of slots and staging of 4 x 100 B (under a chunk), in
+  // whole 4096-byte blocks, first in the arena.
   pl.nvme_tensors = {p};
   u = host_use(b.g, pl);
-  EXPECT_EQ(u.slot_bytes, 70);
+  EXPECT_EQ(u.slot_bytes, 128);
   EXPECT_EQ(u.staging_bytes, 4 * 4096);
   EXPECT_EQ(u.nvme_bytes, 100);
-  EXPECT_EQ(u.total(), 70 + 4 * 4096);
+  EXPECT_EQ(u.total(), 128 + 4 * 4096);
+  arena = host_arena(b.g, pl);
+  EXPECT_EQ(arena.staging_chunk, 4096);
+  EXPECT_EQ(arena.slot_offset, (std::vector<int64_t>{-1, -1, 4 * 4096, -1, 4 * 4096 + 64}));
+  EXPECT_EQ(arena.bytes, u.total());
   EXPECT_EQ(nvme_staging_bytes(kNvmeChunkBytes * 3), 4 * kNvmeChunkBytes);
 }
 

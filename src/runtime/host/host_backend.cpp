@@ -273,10 +273,14 @@ class HostBackend final : public Backend {
 
   Buffer alloc(int64_t bytes, const char* what) {
     SA_CHECK(bytes >= 0, "negative allocation");
-    // Exactly `bytes` (at least one, so that the pointer is distinct).
-    auto* p = bytes > test_alloc_limit() ? nullptr
-                                         : static_cast<std::byte*>(std::malloc(
-                                               static_cast<size_t>(std::max<int64_t>(bytes, 1))));
+    // Exactly `bytes` (at least one, so that the pointer is distinct), page
+    // aligned as cudaMallocHost's are: the NVMe staging in the host arena
+    // needs O_DIRECT's alignment (Note [Host arena]).
+    void* q = nullptr;
+    if (bytes <= test_alloc_limit() &&
+        posix_memalign(&q, 4096, static_cast<size_t>(std::max<int64_t>(bytes, 1))) != 0)
+      q = nullptr;
+    auto* p = static_cast<std::byte*>(q);
     if (!p)
       throw Error(fmt::format("cannot allocate the {} of {} bytes in host memory", what, bytes));
     if (options_.prefault) std::memset(p, 0, static_cast<size_t>(bytes));
