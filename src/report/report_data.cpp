@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "methods/methods.h"
+#include "plan/host_tier.h"
 #include "plan/stalls.h"
+#include "report/host_memory.h"
 #include "report/labels.h"
 #include "report/traffic.h"
 #include "util/error.h"
@@ -241,6 +243,24 @@ void add_lanes(const Graph& g, const Plan& p, const SimResult& sim, const TimeUn
   (*data)["lanes"] = std::move(lanes_json);
 }
 
+// Host memory and NVMe over time (Note [Host memory over time]); null
+// when the plan keeps nothing on the host.
+json host_json(const Graph& g, const Plan& p, const SimResult& sim, const TimeUnit& ns) {
+  const std::vector<HostMemoryPoint> points = host_memory_over_time(g, p, sim);
+  if (points.empty()) return nullptr;
+  DeltaColumn time, bytes, nvme;
+  for (const HostMemoryPoint& pt : points) {
+    time.push(ns(pt.time_us));
+    bytes.push(pt.host_bytes);
+    nvme.push(pt.nvme_bytes);
+  }
+  const HostUse u = host_use(g, p);
+  return {{"time", time.values()},     {"bytes", bytes.values()},
+          {"nvme", nvme.values()},     {"arena_bytes", u.total()},
+          {"budget", p.host_budget},   {"nvme_tensors", p.nvme_tensors.size()},
+          {"nvme_bytes", u.nvme_bytes}};
+}
+
 json memory_json(const SimResult& sim, const TimeUnit& ns) {
   DeltaColumn mem_time, mem_bytes;
   for (const MemoryPoint& pt : sim.memory) {
@@ -376,6 +396,7 @@ std::string report_data_json(const ReportInput& in) {
   add_ops(g, &data);
   add_lanes(g, p, sim, ns, tensor_row, &data);
   data["memory"] = memory_json(sim, ns);
+  data["host"] = host_json(g, p, sim, ns);
   data["arena"] = arena_json(g, p, sim, ns, tensor_row);
   data["traffic"] = traffic_json(g, p, tensor_row);
   data["stalls"] = stalls_json(g, p, sim, ns, tensor_row);

@@ -27,6 +27,10 @@
 //             stream order; subject is the op (compute) or the tensor row
 //   drops     {time (Δns), subject}
 //   memory    {time (Δns), bytes (Δ)}: SimResult::memory
+//   host      null when the plan keeps nothing on the host; else {time (Δns),
+//             bytes (Δ), nvme (Δ)}: host_memory_over_time()
+//             (report/host_memory.h), and arena_bytes (host_use().total()),
+//             budget (0: none), nvme_tensors, nvme_bytes
 //   arena     {objects: {offset (Δ), bytes, cls (-1: an arena plan)}: Plan::objects;
 //             tenancies: {object, tenant (a tensor row, or -1 - op for that
 //             op's workspace), begin (Δns), dur (ns)}: object_tenancies()

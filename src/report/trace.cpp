@@ -10,6 +10,7 @@
 #include "plan/host_tier.h"
 #include "plan/stalls.h"
 #include "report/class_memory.h"
+#include "report/host_memory.h"
 #include "report/labels.h"
 #include "util/error.h"
 #include "util/file_io.h"
@@ -165,10 +166,15 @@ std::string trace_to_json(const Graph& g, const Plan& p, const SimResult& sim,
   for (const MemoryPoint& m : sim.memory)
     w.event(R"({{"ph":"C","pid":{},"ts":{:.3f},"name":"device memory","args":{{"in use":{}}}}})",
             kPid, m.time_us, m.bytes);
-  // Host memory: the plan's slots are held all iteration (Note [Host tier]).
-  for (const double at : {0.0, sim.iteration_us})
+  // Host memory and NVMe: what the slots hold (Note [Host memory over time]);
+  // the arena, host_bytes in the metadata, holds them all iteration.
+  for (const HostMemoryPoint& m : host_memory_over_time(g, p, sim)) {
     w.event(R"({{"ph":"C","pid":{},"ts":{:.3f},"name":"host memory","args":{{"in use":{}}}}})",
-            kPid, at, host.total());
+            kPid, m.time_us, m.host_bytes);
+    if (!p.nvme_tensors.empty())
+      w.event(R"({{"ph":"C","pid":{},"ts":{:.3f},"name":"on NVMe","args":{{"in use":{}}}}})", kPid,
+              m.time_us, m.nvme_bytes);
+  }
   for (const ClassMemory& grp :
        memory_by_class(g, p, sim.timeline, sim.iteration_us, info.class_tracks)) {
     const std::string name = json_str(grp.label);

@@ -551,9 +551,9 @@ class Executor {
   double scale_ = 1;  // the current iteration's time scale (Note [Automatic time scale])
 
   Buffer arena_;
-  Buffer host_arena_;              // Note [Host arena]
-  std::vector<std::byte*> host_;   // per tensor: its slot in host_arena_ or load_; null: none
-  std::vector<Buffer> load_;       // per tensor: a load buffer (Note [Host arena])
+  Buffer host_arena_;             // Note [Host arena]
+  std::vector<std::byte*> host_;  // per tensor: its slot in host_arena_ or load_; null: none
+  std::vector<Buffer> load_;      // per tensor: a load buffer (Note [Host arena])
   // Note [Host tier]: the NVMe tier (open_nvme).
   std::unique_ptr<NvmeStore> nvme_;
   std::vector<int64_t> nvme_offset_;  // per tensor, its place in the file; -1: not there

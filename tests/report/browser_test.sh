@@ -44,6 +44,17 @@ GRAPH="$DATA/graphs/resnet50-b64.json.gz"
   || fail "swapadvisor report GRAPH PLAN failed"
 # An arena plan (planned offsets) with a budget sweep.
 "$SAMPLE" "$GRAPH" "$ART/report-sweep.html" || fail "report_sample failed"
+# A swap-only plan with a host budget that sends tensors to NVMe: the host
+# memory plot shows both tiers.
+cat > "$WORK/nvme.json" <<'JSON'
+{"format": "swapadvisor-device", "version": 1, "name": "v100-with-nvme",
+ "memory_bytes": 17179869184, "h2d_gbps": 12, "d2h_gbps": 12, "duplex_gbps": 20,
+ "peak_tflops": 15.7, "hbm_gbps": 900,
+ "nvme_read_gbps": 1.7, "nvme_write_gbps": 1.25, "nvme_latency_us": 50}
+JSON
+"$SA" report "$DATA/graphs/lstm-h1024-l2-b32-s50.json.gz" --device "$WORK/nvme.json" \
+  --memory-fraction 0.4 --no-recompute --host-memory 160MiB --evaluations 12 --threads 2 --quiet \
+  -o "$ART/report-nvme.html" > /dev/null || fail "swapadvisor report --host-memory failed"
 
 # check_page PAGE NAME SWEEP: SWEEP is 1 when the page has a budget sweep.
 check_page() {
@@ -58,12 +69,12 @@ check_page() {
   grep -aq 'data-layout="ok"' "$WORK/$name.dom" \
     || fail "$name: a table overflows: $(grep -ao 'data-layout="[^"]*"' "$WORK/$name.dom" || echo 'no data-layout')"
   local drawn
-  drawn="$(grep -ao 'data-drawn="timeline:[0-9]* memory:[0-9]* arena:[0-9]* sweep:[a-z0-9]*"' "$WORK/$name.dom")" \
+  drawn="$(grep -ao 'data-drawn="timeline:[0-9]* memory:[0-9]* arena:[0-9]* sweep:[a-z0-9]* host:[a-z0-9]*"' "$WORK/$name.dom")" \
     || fail "$name: the plots did not draw (no data-drawn on <body>)"
-  [[ "$drawn" =~ timeline:([0-9]+)\ memory:([0-9]+)\ arena:([0-9]+)\ sweep:([a-z0-9]+) ]] \
+  [[ "$drawn" =~ timeline:([0-9]+)\ memory:([0-9]+)\ arena:([0-9]+)\ sweep:([a-z0-9]+)\ host:([a-z0-9]+) ]] \
     || fail "$name: bad data-drawn: $drawn"
   local steps="${BASH_REMATCH[1]}" points="${BASH_REMATCH[2]}" tenancies="${BASH_REMATCH[3]}"
-  local sweep_points="${BASH_REMATCH[4]}"
+  local sweep_points="${BASH_REMATCH[4]}" host_points="${BASH_REMATCH[5]}"
   [ "$steps" -gt 0 ] || fail "$name: the timeline drew no steps"
   [ "$points" -gt 0 ] || fail "$name: the memory plot drew no points"
   [ "$tenancies" -gt 0 ] || fail "$name: the arena drew no tenancies"
@@ -77,7 +88,14 @@ check_page() {
     [ "$sweep_points" = none ] || fail "$name: a sweep drew without a sweep ($drawn)"
     grep -aq '<section id="sweep-section" hidden' "$WORK/$name.dom" || fail "$name: the empty sweep section shows"
   fi
-  [ "$(grep -ao '<canvas id="[a-z]*"[^>]*data-drawn' "$WORK/$name.dom" | wc -l)" -eq "$canvases" ] \
+  # The host memory plot: drawn when the plan keeps anything on the host.
+  if [ "$host_points" = none ]; then
+    grep -aq '<div id="host-section" hidden' "$WORK/$name.dom" || fail "$name: an empty host plot shows"
+  else
+    [ "$host_points" -gt 0 ] || fail "$name: the host memory plot drew no points"
+    canvases=$((canvases + 1))
+  fi
+  [ "$(grep -ao '<canvas id="[a-z-]*"[^>]*data-drawn' "$WORK/$name.dom" | wc -l)" -eq "$canvases" ] \
     || fail "$name: a canvas lacks data-drawn"
   local ms
   ms="$(grep -ao 'data-draw-ms="[0-9]*"' "$WORK/$name.dom" | grep -ao '[0-9]*')"
@@ -102,6 +120,11 @@ check_page "$ART/report.html#selftest" selftest 0
 check_selftest selftest none
 check_page "$ART/report-sweep.html#selftest" selftest-sweep 1
 check_selftest selftest-sweep '[1-9][0-9]*'
+check_page "$ART/report-nvme.html" nvme 0
+grep -aq 'live on NVMe' "$WORK/nvme.dom" || fail "nvme: the host plot's note does not name the NVMe tier"
+grep -aq 'host:none' "$WORK/nvme.dom" && fail "nvme: no host memory plot"
+check_page "$ART/report-nvme.html#selftest" selftest-nvme 0
+check_selftest selftest-nvme none
 
 # Hostile names: the page still parses and draws, and its self-test runs.
 mkdir -p "$WORK/names"
@@ -129,4 +152,5 @@ screenshot "$ART/report.html" "$ART/report.png" 1400,2600
 screenshot "$ART/report.html#selftest" "$ART/report-interaction.png" 1400,1250
 screenshot "$ART/report-sweep.html" "$ART/report-sweep.png" 1400,3000
 screenshot "$ART/report-names.html" "$ART/report-names.png" 1400,2600
+screenshot "$ART/report-nvme.html" "$ART/report-nvme.png" 1400,2600
 echo "PASS"

@@ -84,7 +84,7 @@ TEST(Trace, CountersFollowTheMemoryProfile) {
     if (e["ph"] != "C") continue;
     if (e["name"] == "device memory")
       total.push_back({e["ts"], e["args"]["in use"]});
-    else if (e["name"] != "host memory")
+    else if (e["name"] != "host memory" && e["name"] != "on NVMe")
       ++class_events[e["name"]];
   }
   ASSERT_EQ(total.size(), f.sim.memory.size());
@@ -96,24 +96,27 @@ TEST(Trace, CountersFollowTheMemoryProfile) {
   EXPECT_EQ(class_events.begin()->first, "class 0 (2 x 20 B)");
 }
 
-// Note [Host tier]: a copy of a tensor on NVMe says so, and host memory is
-// a counter held all iteration at what the plan's slots take.
+// Note [Host tier]: a copy of a tensor on NVMe says so; host memory and NVMe
+// are counters (Note [Host memory over time]): the fixture's three params
+// are at home on the host, 64 B a slot, all iteration.
 TEST(Trace, NvmeCopiesAndHostMemoryAreShown) {
   testing::StallFixture f;
   std::map<int, json> by_step;
-  std::vector<int64_t> host;
+  std::vector<int64_t> host, nvme;
   auto read = [&](const json& t) {
     by_step.clear();
     host.clear();
+    nvme.clear();
     for (const json& e : t["traceEvents"]) {
       if (e["ph"] == "X" || e["ph"] == "i") by_step[e["args"]["step"]] = e;
       if (e["ph"] == "C" && e["name"] == "host memory") host.push_back(e["args"]["in use"]);
+      if (e["ph"] == "C" && e["name"] == "on NVMe") nvme.push_back(e["args"]["in use"]);
     }
   };
   read(fixture_trace(f));
   EXPECT_EQ(by_step[4]["args"]["tier"], "host");
-  EXPECT_EQ(host, (std::vector<int64_t>{host_use(f.graph, f.plan).total(),
-                                        host_use(f.graph, f.plan).total()}));
+  EXPECT_EQ(host, (std::vector<int64_t>{3 * 64}));
+  EXPECT_EQ(host.front(), host_use(f.graph, f.plan).total());
   const TensorId t1 = f.plan.steps[4].tensor();
   f.plan.host_budget = int64_t{1} << 30;
   f.plan.nvme_tensors = {t1};
@@ -123,6 +126,7 @@ TEST(Trace, NvmeCopiesAndHostMemoryAreShown) {
   EXPECT_EQ(by_step[4]["args"]["tier"], "nvme");
   EXPECT_EQ(by_step[2]["args"]["tier"], "nvme");  // its swap-in too
   EXPECT_EQ(host.front(), host_use(f.graph, f.plan).total());
+  EXPECT_EQ(nvme, (std::vector<int64_t>{20}));
   EXPECT_EQ(t["otherData"]["nvme_bytes"], 20);
 }
 

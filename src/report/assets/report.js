@@ -102,6 +102,13 @@
   drops.n = drops.time.length;
   const mem = { time: undeltaTime(D.memory.time), bytes: undelta(D.memory.bytes) };
   mem.n = mem.time.length;
+  // Host memory and NVMe over time (Note [Host memory over time]); null when
+  // the plan keeps nothing on the host.
+  const host = D.host ? {
+    time: undeltaTime(D.host.time), bytes: undelta(D.host.bytes), nvme: undelta(D.host.nvme),
+    n: D.host.time.length, arena: D.host.arena_bytes, budget: D.host.budget,
+    nvmeTensors: D.host.nvme_tensors, nvmeBytes: D.host.nvme_bytes,
+  } : null;
   // The arena: objects (address ranges) and their tenancies, sorted by begin.
   // maxEnd[i] is the latest end among tenancies 0..i (non-decreasing), so the
   // first one that can be visible from t0 on is found by binary search.
@@ -324,6 +331,7 @@
     forward: "#4e79a7", backward: "#8e6bb0", update: "#59a14f", other: "#8c959f", recompute: "#e15759",
     collective: "#9c6ade", h2d: "#f28e2b", h2dPersistent: "#b5651d", d2h: "#3f9a94", d2hPersistent: "#23615c",
     drop: "#8c959f", stall: "#d1493f", mark: "#d62728", mem: "#4e79a7", budget: "#d1493f", pool: "#9c755f",
+    host: "#59a14f", nvme: "#9c6ade",
     grid: "#eef1f4", axis: "#57606a", text: "#3d444d", lane: "#f6f8fa",
   };
   // The compute lane's colours: by phase, and the recompute steps apart.
@@ -654,6 +662,44 @@
   // What the objects are called: planned offsets make an arena, size classes a pool.
   const spaceName = S.allocator === "arena" ? "arena" : "pool";
 
+  // A step series (values[i] from times[i] on) per pixel column: the most
+  // it reaches at any moment of the column (peaks stay visible), -1 where
+  // the view shows none of it. visited: points read.
+  function stepColumns(times, values, n, w) {
+    const cols = Math.ceil(w), k = w / (view.t1 - view.t0);
+    const colMax = new Float64Array(cols + 1).fill(-1);
+    let visited = 0;
+    for (let i = Math.max(0, lastAtOrBefore(times, n, view.t0)); i < n && times[i] <= view.t1; i++) {
+      visited++;
+      const tEnd = i + 1 < n ? times[i + 1] : T;
+      if (tEnd < view.t0) continue;
+      const ca = Math.max(0, Math.floor((times[i] - view.t0) * k));
+      const cb = Math.min(cols, Math.floor((Math.min(tEnd, view.t1) - view.t0) * k));
+      const v = values[i];
+      for (let x = ca; x <= cb; x++) if (v > colMax[x]) colMax[x] = v;
+    }
+    return { colMax: colMax, visited: visited };
+  }
+  // The columns as a stepped line, filled down to the axis when fill is given.
+  function drawColumns(ctx, colMax, x0, yOf, base, fill, stroke) {
+    const trace = (closed) => {
+      ctx.beginPath();
+      let started = false, lastX = 0;
+      for (let x = 0; x < colMax.length; x++) {
+        if (colMax[x] < 0) continue;
+        const y = yOf(colMax[x]);
+        if (!started) { if (closed) { ctx.moveTo(x0 + x, base); ctx.lineTo(x0 + x, y); } else ctx.moveTo(x0 + x, y); started = true; }
+        else ctx.lineTo(x0 + x, y);
+        ctx.lineTo(x0 + x + 1, y);
+        lastX = x + 1;
+      }
+      if (started && closed) { ctx.lineTo(x0 + lastX, base); ctx.closePath(); }
+      return started;
+    };
+    if (fill && trace(true)) { ctx.fillStyle = fill; ctx.fill(); }
+    if (trace(false)) { ctx.strokeStyle = stroke; ctx.lineWidth = 1.25; ctx.stroke(); }
+  }
+
   function drawMemory() {
     const c = $("memory");
     const { ctx, plotW } = setupCanvas(c, MEM_H);
@@ -662,46 +708,8 @@
     const yOf = (b) => top + ph - b / ymax * ph;
     drawByteGrid(ctx, x0, w, ymax, yOf);
     drawTimeAxis(ctx, x0, w, top, ph, MEM_H - MEM_BOTTOM / 2);
-    // Per column: the most bytes in use at any moment of the column (peaks stay visible).
-    const cols = Math.ceil(w), k = w / (view.t1 - view.t0);
-    const colMax = new Float64Array(cols + 1).fill(-1);
-    let visited = 0;
-    for (let i = Math.max(0, lastAtOrBefore(mem.time, mem.n, view.t0)); i < mem.n && mem.time[i] <= view.t1; i++) {
-      visited++;
-      const tEnd = i + 1 < mem.n ? mem.time[i + 1] : T;
-      if (tEnd < view.t0) continue;
-      const ca = Math.max(0, Math.floor((mem.time[i] - view.t0) * k));
-      const cb = Math.min(cols, Math.floor((Math.min(tEnd, view.t1) - view.t0) * k));
-      const v = mem.bytes[i];
-      for (let x = ca; x <= cb; x++) if (v > colMax[x]) colMax[x] = v;
-    }
-    ctx.beginPath();
-    let started = false, lastX = 0;
-    for (let x = 0; x <= cols; x++) {
-      if (colMax[x] < 0) continue;
-      const y = yOf(colMax[x]);
-      if (!started) { ctx.moveTo(x0 + x, top + ph); ctx.lineTo(x0 + x, y); started = true; }
-      else ctx.lineTo(x0 + x, y);
-      ctx.lineTo(x0 + x + 1, y);
-      lastX = x + 1;
-    }
-    if (started) {
-      ctx.lineTo(x0 + lastX, top + ph);
-      ctx.closePath();
-      ctx.fillStyle = "rgba(78,121,167,0.22)";
-      ctx.fill();
-      ctx.beginPath();
-      let first = true;
-      for (let x = 0; x <= cols; x++) {
-        if (colMax[x] < 0) continue;
-        const y = yOf(colMax[x]);
-        if (first) { ctx.moveTo(x0 + x, y); first = false; } else ctx.lineTo(x0 + x, y);
-        ctx.lineTo(x0 + x + 1, y);
-      }
-      ctx.strokeStyle = COLORS.mem;
-      ctx.lineWidth = 1.25;
-      ctx.stroke();
-    }
+    const { colMax, visited } = stepColumns(mem.time, mem.bytes, mem.n, w);
+    drawColumns(ctx, colMax, x0, yOf, top + ph, "rgba(78,121,167,0.22)", COLORS.mem);
     // Reference lines.
     hline(ctx, x0, w, yOf(S.budget), COLORS.budget, [6, 4], "budget " + fmtBytes(S.budget), false);
     if (S.pool_bytes < S.budget * 0.985)
@@ -709,6 +717,32 @@
     if (hover && hover.time !== undefined) drawCursor(ctx, x0, w, top, ph, hover.time);
     c.setAttribute("data-drawn", String(visited));
     return visited;
+  }
+
+  // Host memory held by values, the NVMe tier's, the host arena and the
+  // host budget; -1 when the plan keeps nothing on the host.
+  function drawHost() {
+    if (!host) return -1;
+    const c = $("host-memory");
+    const { ctx, plotW } = setupCanvas(c, MEM_H);
+    const x0 = GUTTER, w = plotW, top = MEM_TOP, ph = MEM_H - MEM_TOP - MEM_BOTTOM;
+    let most = Math.max(host.arena, host.budget, 1);
+    for (let i = 0; i < host.n; i++) most = Math.max(most, host.bytes[i], host.nvme[i]);
+    const ymax = most * 1.08;
+    const yOf = (b) => top + ph - b / ymax * ph;
+    drawByteGrid(ctx, x0, w, ymax, yOf);
+    drawTimeAxis(ctx, x0, w, top, ph, MEM_H - MEM_BOTTOM / 2);
+    const held = stepColumns(host.time, host.bytes, host.n, w);
+    drawColumns(ctx, held.colMax, x0, yOf, top + ph, "rgba(89,161,79,0.22)", COLORS.host);
+    if (host.nvmeTensors > 0)
+      drawColumns(ctx, stepColumns(host.time, host.nvme, host.n, w).colMax, x0, yOf, top + ph, null, COLORS.nvme);
+    if (host.budget > 0)
+      hline(ctx, x0, w, yOf(host.budget), COLORS.budget, [6, 4], "host budget " + fmtBytes(host.budget), false);
+    if (host.budget <= 0 || host.arena < host.budget * 0.985)
+      hline(ctx, x0, w, yOf(host.arena), COLORS.pool, [2, 3], "host arena " + fmtBytes(host.arena), true);
+    if (hover && hover.time !== undefined) drawCursor(ctx, x0, w, top, ph, hover.time);
+    c.setAttribute("data-drawn", String(held.visited));
+    return held.visited;
   }
 
   // ------------------------------------------------------------------ arena
@@ -929,6 +963,7 @@
     const t = performance.now();
     drawTimeline();
     drawMemory();
+    drawHost();
     drawArena();
     document.body.setAttribute("data-last-draw-ms", (performance.now() - t).toFixed(1));
   }
@@ -1198,6 +1233,20 @@
     requestDraw();
   }
 
+  function hostTip(e) {
+    const c = $("host-memory");
+    const { t, x, w } = timeAt(c, e.clientX);
+    if (x < GUTTER || x > GUTTER + w || t < 0 || t > T) { hover = null; hideTip(); requestDraw(); return; }
+    hover = { time: t };
+    const j = lastAtOrBefore(host.time, host.n, t);
+    const b = j >= 0 ? host.bytes[j] : 0, v = j >= 0 ? host.nvme[j] : 0;
+    showTip(e, "<b>" + fmtBytes(b) + "</b> held in host memory at " + fmtNs(t) +
+      (host.nvmeTensors > 0 ? "<br><b>" + fmtBytes(v) + "</b> on NVMe" : "") +
+      "<br><span class=m>host arena " + fmtBytes(host.arena) +
+      (host.budget > 0 ? " · budget " + fmtBytes(host.budget) : " · no host budget") + "</span>");
+    requestDraw();
+  }
+
   // Wheel zooms, drag pans, double-click fits; onClick (optional) gets a
   // press and release that did not move.
   function wirePlot(canvas, onHover, onClick) {
@@ -1295,6 +1344,11 @@
     const rm = m.getBoundingClientRect();
     fire(m, "pointermove", rm.left + GUTTER + 0.5 * w, rm.top + 100);
     if (!tip.hidden) tips++;
+    if (host) {
+      const hm = $("host-memory"), rh = hm.getBoundingClientRect();
+      fire(hm, "pointermove", rh.left + GUTTER + 0.5 * w, rh.top + 100);
+      if (!tip.hidden) tips++;
+    }
     const more = $("tensors-more");
     if (!more.hidden) { more.click(); more.click(); }
     const tensorRow = document.querySelector("#tensors tr[data-tensor]");
@@ -1360,6 +1414,15 @@
     "An object counts from the start of the step that fills it until its tensor's last step on it ends.";
   wirePlot($("timeline"), timelineTip);
   wirePlot($("memory"), memoryTip);
+  if (host) {
+    $("host-section").hidden = false;
+    $("host-note").textContent = "Host memory held by values (green): a tensor's host slot holds a value from the start of " +
+      "its first swap-out to the end of its last swap-in, or all iteration when its home is the host; the NVMe staging " +
+      "counts all iteration. The runtime reserves the host arena (dotted) for the whole run" +
+      (host.nvmeTensors > 0 ? "; " + fmtInt(host.nvmeTensors) + " tensors (" + fmtBytes(host.nvmeBytes) +
+        ") live on NVMe (purple: bytes held there)" : "") + ".";
+    wirePlot($("host-memory"), hostTip);
+  }
   wirePlot($("arena"), arenaTip, arenaClick);
   renderArenaLegend();
   if (SW) {
@@ -1372,11 +1435,11 @@
   window.addEventListener("resize", () => { ovCache.w = 0; requestDraw(); drawSweep(); });
 
   // The first draw is synchronous, so that the page is complete at load.
-  const steps = drawTimeline(), points = drawMemory();
+  const steps = drawTimeline(), points = drawMemory(), hostPoints = drawHost();
   const arenaStart = performance.now(), tenancies = drawArena(), arenaFirstDrawMs = performance.now() - arenaStart;
   const sweepPoints = drawSweep();
   document.body.setAttribute("data-drawn", "timeline:" + steps + " memory:" + points + " arena:" + tenancies +
-    " sweep:" + (sweepPoints < 0 ? "none" : sweepPoints));
+    " sweep:" + (sweepPoints < 0 ? "none" : sweepPoints) + " host:" + (hostPoints < 0 ? "none" : hostPoints));
   document.body.setAttribute("data-layout", layoutCheck());
   document.body.setAttribute("data-draw-ms", performance.now().toFixed(0));
   document.body.setAttribute("data-script-ms", scriptStart.toFixed(0));
