@@ -129,6 +129,9 @@ void run_aten(const AtenRunArgs& a) {
                         {"arena_bytes", r.run.arena_bytes},
                         {"memory_budget_bytes", p.memory_budget},
                         {"pool_bytes", p.arena_bytes()},
+                        {"host_bytes", r.run.host_bytes},
+                        {"nvme_bytes", r.run.nvme_bytes},
+                        {"nvme_backend", r.run.nvme_backend},
                         {"aten",
                          {{"ops_run", s.ops_run},
                           {"outputs_placed", s.outputs_placed},
@@ -157,6 +160,10 @@ void run_aten(const AtenRunArgs& a) {
                i < r.run.iteration_wall_us.size() ? format_us(r.run.iteration_wall_us[i]) : "");
   fmt::print("swapped     {} in, {} out per iteration\n", format_bytes(r.run.swap_in_bytes),
              format_bytes(r.run.swap_out_bytes));
+  if (!p.nvme_tensors.empty())
+    fmt::print("host        arena {}, {} tensors ({}) on NVMe ({})\n",
+               format_bytes(r.run.host_bytes), p.nvme_tensors.size(),
+               format_bytes(r.run.nvme_bytes), r.run.nvme_backend);
   // As `run` says it: an arena plan has no pool, its objects reach
   // arena_bytes() (a size-class plan's pool is as large).
   fmt::print("device      peak {} in use; arena {} (the budget), objects reach {}\n",
