@@ -64,7 +64,8 @@ Comparison compare_methods(const PlanningInputs& in, const Problem& problem,
   const MethodResult& searched = c.results.front();
   const std::span<const OpId> order = searched.feasible ? searched.plan.order : program;
   auto bound = [&](std::span<const OpId> o, bool recompute) {
-    return time_bound(in.graph, o, problem.op_us, in.device, in.budget, recompute);
+    return time_bound(in.graph, o, problem.op_us, in.device, in.budget, recompute,
+                      problem.host_budget);
   };
   c.program_bound = bound(program, false);
   c.search_bound = bound(order, false);

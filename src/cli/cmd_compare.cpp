@@ -52,6 +52,11 @@ void run_compare(const PlanningArgs& args) {
       "order, whatever it recomputes (what must cross the link: Note [Recompute bound])\n\n",
       format_us(rc_program.bound_us()), 100 * problem.ideal_us / rc_program.bound_us(),
       format_us(rc_search.bound_us()), 100 * problem.ideal_us / rc_search.bound_us());
+  if (problem.host_budget > 0 && in.device.has_nvme())
+    fmt::print(
+        "(both bounds count the NVMe reads and writes that a host budget of {} forces: "
+        "Note [Tiered transfer bound])\n\n",
+        format_bytes(problem.host_budget));
   fmt::print("{:<12} {:>12} {:>10} {:>9} {:>9} {:>9} {:>11} {:>13}\n", "method", "iteration ms",
              "samples/s", "% ideal", "GB in", "GB out", "stall ms", "recompute ms");
   bool no_limit = false;

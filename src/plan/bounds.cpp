@@ -8,7 +8,7 @@
 namespace sa {
 
 TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<const double> op_us,
-                     const DeviceProfile& d, int64_t budget, bool recompute) {
+                     const DeviceProfile& d, int64_t budget, bool recompute, int64_t host_budget) {
   const int m = g.num_ops();
   TimeBound b;
   for (double t : op_us)
@@ -41,6 +41,8 @@ TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<cons
   for (int i = m - 1; i >= 0; --i)
     persistent_after[i] = persistent_after[i + 1] + persistent_last[i + 1];
   const double out_rate = d.d2h_bytes_per_us(), in_rate = d.h2d_bytes_per_us();
+  const bool nvme = host_budget > 0 && d.has_nvme();
+  const double nvme_read = d.nvme_read_gbps * 1e3, nvme_write = d.nvme_write_gbps * 1e3;  // B/us
   int64_t live = 0;
   double before_us = 0;                           // compute before position i
   std::vector<int32_t> counted(g.num_tensors());  // position + 1 where last counted
@@ -67,8 +69,14 @@ TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<cons
     // Note [Transfer bound]: out (copied out before p) and in (back after p).
     const int64_t out = live + touched_persistent - budget;
     const int64_t in = out + persistent_after[i] - touched_later;
-    const double t = std::max(before_us, std::max<int64_t>(out, 0) / out_rate) + op_time +
-                     std::max(after_us, in / in_rate);
+    double t = std::max(before_us, std::max<int64_t>(out, 0) / out_rate) + op_time +
+               std::max(after_us, in / in_rate);
+    if (nvme) {  // Note [Tiered transfer bound]
+      const double nvme_out = static_cast<double>(std::max<int64_t>(out - host_budget, 0));
+      const double nvme_in = static_cast<double>(std::max<int64_t>(in - host_budget, 0));
+      t = std::max({before_us, std::max<int64_t>(out, 0) / out_rate, nvme_out / nvme_write}) +
+          op_time + std::max({after_us, in / in_rate, nvme_in / nvme_read});
+    }
     if (in > 0 && t > b.transfer_us) {
       b.transfer_us = t;
       b.at_op = order[i];

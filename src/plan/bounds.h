@@ -39,6 +39,18 @@
 // these. It is lower than the swap-only bound (everything recomputable
 // counts zero), and holds for every plan of the order, recomputing or not.
 
+// Note [Tiered transfer bound]
+// ----------------------------
+// With a host budget H and an NVMe tier (issue 30), the bytes off the
+// device while op p runs are in host memory or on NVMe, and host memory
+// holds at most H of them. So at least in(p) - H of the bytes copied in
+// after p are read from NVMe after p, and at least out(p) - H of those
+// copied out before p were written to it before p; each at the NVMe's full
+// rate, overlapped with the link and compute as well as any plan could:
+//     max(compute before p, out(p) / d2h, (out(p) - H) / nvme write) + op p
+//         + max(compute after p, in(p) / h2d, (in(p) - H) / nvme read)
+// With no host budget (H = 0 means unlimited) it is the bound above.
+
 #include <cstdint>
 #include <span>
 
@@ -55,8 +67,11 @@ struct TimeBound {
   double bound_us() const { return compute_us > transfer_us ? compute_us : transfer_us; }
 };
 
-// recompute: Note [Recompute bound] instead of Note [Transfer bound].
+// recompute: Note [Recompute bound] instead of Note [Transfer bound];
+// host_budget > 0 with a profile that has an NVMe tier: Note [Tiered
+// transfer bound].
 TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<const double> op_us,
-                     const DeviceProfile& d, int64_t budget, bool recompute = false);
+                     const DeviceProfile& d, int64_t budget, bool recompute = false,
+                     int64_t host_budget = 0);
 
 }  // namespace sa

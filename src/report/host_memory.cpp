@@ -20,7 +20,8 @@ std::vector<HostMemoryPoint> host_memory_over_time(const Graph& g, const Plan& p
     const Step& st = p.steps[s];
     if (st.kind == StepKind::kSwapOut && from[st.tensor()] < 0)
       from[st.tensor()] = sim.timeline[s].start_us;
-    if (st.kind == StepKind::kSwapIn) to[st.tensor()] = std::max(to[st.tensor()], sim.timeline[s].end_us);
+    if (st.kind == StepKind::kSwapIn)
+      to[st.tensor()] = std::max(to[st.tensor()], sim.timeline[s].end_us);
   }
   struct Change {
     double time_us;
@@ -35,14 +36,16 @@ std::vector<HostMemoryPoint> host_memory_over_time(const Graph& g, const Plan& p
     const double a = home[t] || from[t] < 0 ? 0.0 : from[t];
     changes.push_back({a, nvme[t] ? 0 : bytes, nvme[t] ? bytes : 0});
     // At home on the host, or copied out and never back: held to the end.
-    if (!home[t] && to[t] >= a) changes.push_back({to[t], nvme[t] ? 0 : -bytes, nvme[t] ? -bytes : 0});
+    if (!home[t] && to[t] >= a)
+      changes.push_back({to[t], nvme[t] ? 0 : -bytes, nvme[t] ? -bytes : 0});
   }
   if (!any) return {};
   std::stable_sort(changes.begin(), changes.end(),
                    [](const Change& x, const Change& y) { return x.time_us < y.time_us; });
   std::vector<HostMemoryPoint> points{{0.0, host_use(g, p).staging_bytes, 0}};
   for (const Change& c : changes) {
-    if (c.time_us > points.back().time_us) points.push_back({c.time_us, points.back().host_bytes, points.back().nvme_bytes});
+    if (c.time_us > points.back().time_us)
+      points.push_back({c.time_us, points.back().host_bytes, points.back().nvme_bytes});
     points.back().host_bytes += c.host;
     points.back().nvme_bytes += c.nvme;
   }

@@ -25,7 +25,8 @@ namespace sa {
 
 struct HostMemoryPoint {
   double time_us;
-  int64_t host_bytes;  // held in host memory from time_us on (slots, host_slot_bytes each, and staging)
+  int64_t
+      host_bytes;  // held in host memory from time_us on (slots, host_slot_bytes each, and staging)
   int64_t nvme_bytes;  // held on NVMe from time_us on
 };
 

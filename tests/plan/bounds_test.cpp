@@ -66,6 +66,37 @@ TEST(Bounds, PersistentTensorsNeededLaterCount) {
   EXPECT_EQ(t.off_device_bytes, 150);
 }
 
+// Note [Tiered transfer bound] on the graph above, with a host budget of
+// 20 B and NVMe at 0.5 B/us read, 0.25 B/us write. At op2, out = 50 and
+// in = 150: at least 30 B were written to NVMe before op2 (120 us) and
+// 130 B are read from it after (260 us):
+//   T >= max(2, 50, 120) + 1 + max(1, 150, 260) = 381 us.
+// At op3 (out 50, in 50): max(3, 50, 120) + 1 + max(0, 50, 60) = 181 us;
+// at op1 (in 50): 1 + 1 + max(2, 50, 60) = 62 us. With a host budget of
+// 200 B NVMe takes nothing: 201 us as above.
+TEST(Bounds, TieredBoundCountsNvmeBeyondTheHostBudget) {
+  testing::GraphBuilder b;
+  auto w = b.tensor(100, TensorKind::kParam);
+  auto a = b.tensor(100, TensorKind::kActivation);
+  auto bb = b.tensor(100, TensorKind::kActivation);
+  auto c = b.tensor(100, TensorKind::kActivation);
+  b.op({w}, {a});
+  b.op({}, {bb});
+  b.op({bb}, {c});
+  b.op({w, a, c}, {});
+  DeviceProfile d = testing::unit_link();
+  const std::vector<double> times(4, 1.0);
+  // Without an NVMe tier the host budget changes nothing.
+  EXPECT_EQ(time_bound(b.g, program_order(4), times, d, 250, false, 20).transfer_us, 201);
+  d.nvme_read_gbps = 0.0005;
+  d.nvme_write_gbps = 0.00025;
+  const TimeBound t = time_bound(b.g, program_order(4), times, d, 250, false, 20);
+  EXPECT_EQ(t.transfer_us, 381);
+  EXPECT_EQ(t.at_op, 2);
+  EXPECT_EQ(time_bound(b.g, program_order(4), times, d, 250, false, 200).transfer_us, 201);
+  EXPECT_EQ(time_bound(b.g, program_order(4), times, d, 250, false, 0).transfer_us, 201);
+}
+
 // Note [Recompute bound] on the chain of TransferBoundByHand (budget 200 B):
 // a need not cross the link when op0 may run again (its recompute costs
 // 1 us, which the bound leaves out), so nothing must: the compute bound,

@@ -7,6 +7,7 @@
 #include "graph/stats.h"
 #include "host_budget_case.h"
 #include "plan/allocation.h"
+#include "plan/bounds.h"
 #include "plan/host_tier.h"
 #include "plan/plan_io.h"
 #include "plan/planner.h"
@@ -199,6 +200,11 @@ TEST(HostTier, PlannerPlansKeepTheHostBudgetAndVerify) {
     EXPECT_GT(sim.nvme_read_bytes + sim.nvme_write_bytes, 0);
     const VerifyResult v = verify_plan(g, p);
     EXPECT_TRUE(v.ok) << v.violation;
+    // No plan beats Note [Tiered transfer bound] (recomputing or not).
+    const TimeBound tiered =
+        time_bound(g, p.order, tight.op_us, d, budget, /*recompute=*/true, host_budget);
+    EXPECT_GE(sim.iteration_us, tiered.bound_us() * (1 - 1e-9));
+    EXPECT_GE(tiered.bound_us(), time_bound(g, p.order, tight.op_us, d, budget, true).bound_us());
     const Plan back = parse_plan(g, plan_to_json(g, p), "test");
     EXPECT_EQ(back.host_budget, p.host_budget);
     EXPECT_EQ(back.nvme_tensors, p.nvme_tensors);

@@ -60,9 +60,9 @@ TEST(HostMemoryOverTime, NvmeValuesAndTheStagingAreCountedApart) {
   Case c;
   c.pl.host_budget = 1 << 20;
   c.pl.nvme_tensors = {c.p};  // p's 100 B on NVMe; staging 4 x 4096 B held all along
-  expect_points(host_memory_over_time(c.b.g, c.pl, c.sim),
-                {{0, 16384 + 64, 100}, {10, 16384 + 128, 100}, {40, 16384 + 64, 100},
-                 {50, 16384, 100}});
+  expect_points(
+      host_memory_over_time(c.b.g, c.pl, c.sim),
+      {{0, 16384 + 64, 100}, {10, 16384 + 128, 100}, {40, 16384 + 64, 100}, {50, 16384, 100}});
 }
 
 TEST(HostMemoryOverTime, NothingOnTheHostGivesNoPoints) {
