@@ -25,10 +25,24 @@ std::vector<uint8_t> host_slots(const Graph& g, const Plan& p) {
   return slot;
 }
 
-double nvme_added_us(int64_t bytes, bool in, const DeviceProfile& d) {
-  const int64_t chunks = (bytes + kNvmeChunkBytes - 1) / kNvmeChunkBytes;
+double nvme_staged_us(int64_t bytes, bool in, const DeviceProfile& d) {
   const double nvme = (in ? d.nvme_read_gbps : d.nvme_write_gbps) * 1e3;  // B/us
-  return static_cast<double>(bytes) / nvme + static_cast<double>(chunks) * d.nvme_latency_us;
+  const double link = in ? d.h2d_bytes_per_us() : d.d2h_bytes_per_us();
+  auto disk = [&](int64_t b) { return static_cast<double>(b) / nvme + d.nvme_latency_us; };
+  auto wire = [&](int64_t b) { return static_cast<double>(b) / link; };
+  // A swap-in reads a chunk, then copies it; a swap-out copies, then writes.
+  auto first = [&](int64_t b) { return in ? disk(b) : wire(b); };
+  auto second = [&](int64_t b) { return in ? wire(b) : disk(b); };
+  const int64_t n = std::max<int64_t>(1, (bytes + kNvmeChunkBytes - 1) / kNvmeChunkBytes);
+  if (n == 1) return first(bytes) + second(bytes);
+  const int64_t c = kNvmeChunkBytes, last = bytes - (n - 1) * c;
+  return first(c) + static_cast<double>(n - 2) * std::max(first(c), second(c)) +
+         std::max(first(last), second(c)) + second(last);
+}
+
+double nvme_added_us(int64_t bytes, bool in, const DeviceProfile& d) {
+  const double link = in ? d.h2d_bytes_per_us() : d.d2h_bytes_per_us();
+  return nvme_staged_us(bytes, in, d) - static_cast<double>(bytes) / link;
 }
 
 HostUse host_use(const Graph& g, const Plan& p) {

@@ -19,15 +19,18 @@
 // With a host budget (Plan::host_budget, --host-memory) and a device
 // profile with an NVMe tier (DeviceProfile::has_nvme), the slots that do not
 // fit live in a file on NVMe instead: every copy of such a tensor goes
-// through a host staging buffer, chunk by chunk, on the copy's stream: a
+// through host staging buffers, chunk by chunk, on the copy's stream: a
 // swap-in reads a chunk from NVMe, then copies it to the device (a
-// swap-out copies, then writes), so it takes the link's time plus NVMe's,
-// plus one NVMe latency per chunk. (Reading the next chunk while the link
-// copies one would take the slower of the two instead; the runtime does not
-// overlap them yet, and the simulator times what it does.) The staging takes two
-// chunks each way: 4 x min(kNvmeChunkBytes, the largest tensor on NVMe),
-// rounded up to 4096-byte blocks (nvme_staging_bytes), counted against the
-// budget.
+// swap-out copies, then writes), and the two buffers of a direction let the
+// next chunk's read (or the previous chunk's write) run while a chunk
+// crosses the link. So with chunks of C bytes, a disk time per chunk of
+// C / NVMe rate + latency and a link time of C / link rate, a swap-in takes
+//     disk(c0) + max(disk(c1), link(c0)) + ... + max(disk(cn-1), link(cn-2)) + link(cn-1)
+// (nvme_staged_us; a swap-out the same with link first and disk second):
+// about the slower of the two for large tensors, both in full for a tensor
+// of one chunk. The staging takes two chunks each way: 4 x
+// min(kNvmeChunkBytes, the largest tensor on NVMe), rounded up to
+// 4096-byte blocks (nvme_staging_bytes), counted against the budget.
 //
 // Which slots go to NVMe is the planner's stage 2a (plan/planner.h), after
 // the walk; three policies:
@@ -124,10 +127,13 @@ std::vector<uint8_t> homes_on_host(const Graph& g, const Plan& p);
 // host, or copied out by the plan.
 std::vector<uint8_t> host_slots(const Graph& g, const Plan& p);
 
-// The time NVMe adds to a copy of `bytes` of a tensor on NVMe, in us:
-// its read (in) or write at the NVMe rate, plus one latency per chunk
-// (Note [Host tier]; the simulator times the copy so, and kLeastStall
-// costs it so).
+// The time a staged copy of `bytes` of a tensor on NVMe takes, in us, the
+// link at its one-way rate (Note [Host tier]: chunk by chunk, the disk and
+// the link overlapped).
+double nvme_staged_us(int64_t bytes, bool in, const DeviceProfile& d);
+
+// The time NVMe adds to that copy: nvme_staged_us less the link's time
+// (the simulator times the copy so, and kLeastStall costs it so).
 double nvme_added_us(int64_t bytes, bool in, const DeviceProfile& d);
 
 // What the plan's host slots take, with the plan's nvme_tensors on NVMe.

@@ -19,9 +19,9 @@ constexpr double kUnknown = -1;
 
 // The bytes a copy of tensor t moves at the link's rate, counted in r. Note
 // [Host tier]: a tensor on NVMe is staged through the host chunk by chunk,
-// each chunk read and then copied (a swap-out: copied, then written), so
-// its copy takes the link's time plus NVMe's, plus one NVMe latency per
-// chunk: as many bytes as the link moves in that time.
+// each chunk read and then copied (a swap-out: copied, then written), the
+// disk and the link overlapped across chunks: its copy takes
+// nvme_staged_us, as many bytes as the link moves in that time.
 double Simulator::copy_bytes(const Graph& g, TensorId t, bool in, const DeviceProfile& d,
                              SimResult* r) const {
   const int64_t bytes = g.tensors[t].bytes;

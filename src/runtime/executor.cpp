@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -272,29 +273,63 @@ class Executor {
     return scratch->data();
   }
 
-  // f(offset in t, length, offset in the file, staging buffer) for each
-  // chunk of NVMe tensor t, the buffers of direction `out` in turn.
+  // f(k, offset in t, length, offset in the file) for each chunk k of NVMe
+  // tensor t; the chunk's staging buffer is staging_[direction][k % 2].
   template <class F>
-  void for_each_chunk(TensorId t, bool out, F&& f) {
+  void for_each_chunk(TensorId t, F&& f) {
     const int64_t bytes = g_.tensors[t].bytes;
     for (int64_t off = 0, k = 0; off < bytes; off += staging_chunk_, ++k)
-      f(off, std::min(staging_chunk_, bytes - off), nvme_offset_[t] + off,
-        staging_[out ? 1 : 0][k % 2]);
+      f(k, off, std::min(staging_chunk_, bytes - off), nvme_offset_[t] + off);
   }
+  int64_t num_chunks(TensorId t) const {
+    return (g_.tensors[t].bytes + staging_chunk_ - 1) / staging_chunk_;
+  }
+  // Note [Host tier]: the disk and the link overlap across chunks. A
+  // swap-in reads chunks 0 and 1 at once; before copying chunk k it waits
+  // for its read, and starts chunk k + 1's into the buffer chunk k - 1's
+  // copy has left (stream order: that copy is done). The tickets live in
+  // pending_ and only the stream's host tasks touch them, one at a time.
   void copy_in(std::byte* device, TensorId t) {
     if (!on_nvme(t)) return b_.copy_h2d(device, host_[t], g_.tensors[t].bytes);
-    for_each_chunk(t, false, [&](int64_t off, int64_t len, int64_t at, std::byte* buf) {
-      b_.host_task(Stream::kH2D,
-                   [this, at, buf, len] { nvme_->wait(nvme_->submit_read(at, buf, len)); });
-      b_.copy_h2d(device + off, buf, len);
+    const int64_t n = num_chunks(t), bytes = g_.tensors[t].bytes, base = nvme_offset_[t];
+    auto read = [this, n, bytes, base](int64_t k) {
+      if (k >= n) return;
+      const int64_t off = k * staging_chunk_;
+      pending_[0][k % 2] =
+          nvme_->submit_read(base + off, staging_[0][k % 2], std::min(staging_chunk_, bytes - off));
+    };
+    b_.host_task(Stream::kH2D, [read] {
+      read(0);
+      read(1);
+    });
+    for_each_chunk(t, [&](int64_t k, int64_t off, int64_t len, int64_t) {
+      b_.host_task(Stream::kH2D, [this, read, k] {
+        nvme_->wait(std::exchange(pending_[0][k % 2], 0));
+        if (k >= 1) read(k + 1);
+      });
+      b_.copy_h2d(device + off, staging_[0][k % 2], len);
     });
   }
+  // A swap-out writes chunk k while chunk k + 1 is copied out; before a
+  // copy fills a buffer again it waits for that buffer's write, and the
+  // copy's last host task waits for every write, so that the copy's event
+  // means the tensor is on NVMe.
   void copy_out(TensorId t, const std::byte* device) {
     if (!on_nvme(t)) return b_.copy_d2h(host_[t], device, g_.tensors[t].bytes);
-    for_each_chunk(t, true, [&](int64_t off, int64_t len, int64_t at, std::byte* buf) {
+    auto settle = [this](int64_t buf) {
+      if (pending_[1][buf] != 0) nvme_->wait(std::exchange(pending_[1][buf], 0));
+    };
+    for_each_chunk(t, [&](int64_t k, int64_t off, int64_t len, int64_t at) {
+      std::byte* buf = staging_[1][k % 2];
+      if (k >= 2) b_.host_task(Stream::kD2H, [settle, k] { settle(k % 2); });
       b_.copy_d2h(buf, device + off, len);
-      b_.host_task(Stream::kD2H,
-                   [this, at, buf, len] { nvme_->wait(nvme_->submit_write(at, buf, len)); });
+      b_.host_task(Stream::kD2H, [this, at, buf, len, k] {
+        pending_[1][k % 2] = nvme_->submit_write(at, buf, len);
+      });
+    });
+    b_.host_task(Stream::kD2H, [settle] {
+      settle(0);
+      settle(1);
     });
   }
 
@@ -558,6 +593,9 @@ class Executor {
   std::unique_ptr<NvmeStore> nvme_;
   std::vector<int64_t> nvme_offset_;  // per tensor, its place in the file; -1: not there
   std::byte* staging_[2][2] = {};     // [swap-in, swap-out][chunk % 2], in host_arena_
+  // NVMe tickets in flight per staging buffer (0: none), touched only by
+  // the host tasks of the buffer's stream (copy_in, copy_out).
+  NvmeStore::Ticket pending_[2][2] = {};
   int64_t staging_chunk_ = 0;
   std::vector<TensorId> reset_inputs_;
   SlotLayout layout_;

@@ -169,6 +169,25 @@ TEST(HostTier, TheSimulatorStagesNvmeCopiesByHand) {
   EXPECT_NE(r.error.find("no NVMe tier"), std::string::npos) << r.error;
 }
 
+// Chunks overlap (Note [Host tier]): 40 MiB in chunks of C = 16 MiB (16, 16,
+// 8 MiB). In: read 2C + 10, then the copies run beside the next reads:
+//   (2C + 10) + max(2C + 10, C) + max(C + 10, C) + C / 2 = 5.5 C + 30 us
+// (unstaged it would be 7.5 C + 30: the link's 2.5 C after all the reads).
+// Out: copy C, then the writes (0.25 B/us: 4C + 10 a chunk) beside the
+// next copies:
+//   C + max(C, 4C + 10) + max(C / 2, 4C + 10) + (2C + 10) = 11 C + 30 us.
+// One chunk: no overlap, read then copy.
+TEST(HostTier, StagedCopiesOverlapTheDiskAndTheLinkByHand) {
+  const DeviceProfile d = unit_link_with_nvme();
+  const double c = static_cast<double>(kNvmeChunkBytes);
+  const int64_t bytes = 40 * kMiB;
+  EXPECT_DOUBLE_EQ(nvme_staged_us(bytes, true, d), 5.5 * c + 30);
+  EXPECT_DOUBLE_EQ(nvme_staged_us(bytes, false, d), 11 * c + 30);
+  EXPECT_DOUBLE_EQ(nvme_added_us(bytes, true, d), 5.5 * c + 30 - 2.5 * c);
+  EXPECT_DOUBLE_EQ(nvme_staged_us(1000, true, d), 2000 + 10 + 1000);
+  EXPECT_DOUBLE_EQ(nvme_staged_us(kNvmeChunkBytes, false, d), c + 4 * c + 10);
+}
+
 // Planner plans with a host budget at 60% of what the unlimited plan's
 // slots take, on random graphs (seeds printed): each keeps to it with NVMe
 // (S7 holds), reads back from its file, and the verifier names a plan
