@@ -106,6 +106,7 @@ MethodOptions method_options(const PlanningArgs& args) {
   o.allocator = m.allocator;
   o.recompute = !args.no_recompute;
   o.local_share = args.local_moves;
+  o.islands = args.islands;
   return m;
 }
 

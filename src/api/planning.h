@@ -36,6 +36,7 @@ struct PlanningArgs {
   std::string arena_layout = "placed";                  // or "packed" (MemoryLayout)
   bool no_recompute = false;                            // swap-only plans (Note [Recompute genes])
   double local_moves = SearchOptions{}.local_share;     // Note [Stall-guided moves]
+  int islands = 1;                                      // Note [Islands]
   int data_parallel = 1;                                // ranks (Note [Data parallelism ...])
   bool shard_optimizer = false;                         // ZeRO-1 across the ranks
   bool any_budget = false;  // --allow-any-budget: over the device's memory or the peak (studies)

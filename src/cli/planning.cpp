@@ -71,6 +71,12 @@ void add_planning_options(CLI::App* app, PlanningArgs* args) {
                   "it stalls (Note [Stall-guided moves]); 0: crossover and mutation only")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  app->add_option("--islands", a.islands,
+                  "search N populations side by side, each migrating its best to the next "
+                  "every few generations (Note [Islands]); the plan depends on the seed, N and "
+                  "--evaluations, not on --threads")
+      ->check(integer_in(1, 1024))
+      ->capture_default_str();
   app->add_option("--data-parallel", a.data_parallel,
                   "plan one rank of N training data-parallel: gradients all-reduced on the "
                   "device's collective link, host links shared (docs/devices.md)")

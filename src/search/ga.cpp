@@ -47,66 +47,75 @@ void Search::tell(SearchProgress::Kind kind, std::string line) const {
 }
 
 SearchResult Search::run() {
-  SearchResult result;
-  make_bases();
-  {
-    // Generation 0.
-    const int n = std::max(4, opt_.population);
-    pop_.assign(n, Candidate{});
-    const int count = batch_size(n);
-    const auto ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
-      Rng rng = Rng::derive(opt_.seed, 0, static_cast<uint64_t>(k));
-      make_initial(w, k, rng, pop_[k]);
-      if (!(pop_[k].time_us < kInf)) pop_[k].time_us = w.evaluate(pop_[k]);
-    });
-    // A seed that did not run in generation 0 keeps the time it was planned
-    // with (Note [Search time]); the program order's was always planned.
-    for (int k = 0; k < n; ++k)
-      if (k < count && ran[k]) {
-        ++evaluations_;
-      } else if (k < static_cast<int>(bases_.size())) {
-        pop_[k] = bases_[k];
-        if (k == 0 && !seeds_cut_) ++evaluations_;
-      } else {
-        pop_[k] = bases_[0];
-        pop_[k].time_us = kInf;
-      }
-    result.seed_us = bases_[0].time_us;
-    history_.push_back(best_time());
-    report(0, false);
+  begin();
+  while (step()) {
   }
-  int gen = 0;
-  while (!out_of_budget()) {
-    ++gen;
-    Rng rng = Rng::derive(opt_.seed, static_cast<uint64_t>(gen), ~uint64_t{0});
-    select_pairs(rng);
-    const int want = 4 * static_cast<int>(pairs_.size());
-    kids_.assign(want, Candidate{});
-    const int count = batch_size(want);
-    // The last children are stall-guided moves, made here in order (Note
-    // [Stall-guided moves]); where there are fewer, crossover makes the rest.
-    const int first_local = want - static_cast<int>(opt_.local_share * want);
-    const int local = make_local_moves(*workers_[0], want - first_local, &kids_[first_local]);
-    const auto ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
-      if (k < first_local || k >= first_local + local) make_child(w, gen, k, kids_[k]);
-      kids_[k].time_us = w.evaluate(kids_[k]);
-    });
-    kids_.resize(count);
-    for (int k = 0; k < count; ++k)
-      if (ran[k])
-        ++evaluations_;
-      else
-        kids_[k].time_us = kInf;
-    select_survivors(rng);
-    history_.push_back(best_time());
-    report(gen, false);
-  }
-  report(gen, true);
+  return finish();
+}
 
+void Search::begin() {
+  if (bases_.empty()) make_bases();
+  // Generation 0.
+  const int n = std::max(4, opt_.population);
+  pop_.assign(n, Candidate{});
+  const int count = batch_size(n);
+  const auto ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
+    Rng rng = Rng::derive(opt_.seed, 0, static_cast<uint64_t>(k));
+    make_initial(w, k, rng, pop_[k]);
+    if (!(pop_[k].time_us < kInf)) pop_[k].time_us = w.evaluate(pop_[k]);
+  });
+  // A seed that did not run in generation 0 keeps the time it was planned
+  // with (Note [Search time]); the program order's was always planned.
+  for (int k = 0; k < n; ++k)
+    if (k < count && ran[k]) {
+      ++evaluations_;
+    } else if (k < static_cast<int>(bases_.size())) {
+      pop_[k] = bases_[k];
+      if (k == 0 && !seeds_cut_ && !adopted_) ++evaluations_;
+    } else {
+      pop_[k] = bases_[0];
+      pop_[k].time_us = kInf;
+    }
+  history_.push_back(best_time());
+  report(0, false);
+}
+
+bool Search::step() {
+  if (out_of_budget()) return false;
+  const int gen = ++gen_;
+  Rng rng = Rng::derive(opt_.seed, static_cast<uint64_t>(gen), ~uint64_t{0});
+  select_pairs(rng);
+  const int want = 4 * static_cast<int>(pairs_.size());
+  kids_.assign(want, Candidate{});
+  const int count = batch_size(want);
+  // The last children are stall-guided moves, made here in order (Note
+  // [Stall-guided moves]); where there are fewer, crossover makes the rest.
+  const int first_local = want - static_cast<int>(opt_.local_share * want);
+  const int local = make_local_moves(*workers_[0], want - first_local, &kids_[first_local]);
+  const auto ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
+    if (k < first_local || k >= first_local + local) make_child(w, gen, k, kids_[k]);
+    kids_[k].time_us = w.evaluate(kids_[k]);
+  });
+  kids_.resize(count);
+  for (int k = 0; k < count; ++k)
+    if (ran[k])
+      ++evaluations_;
+    else
+      kids_[k].time_us = kInf;
+  select_survivors(rng);
+  history_.push_back(best_time());
+  report(gen, false);
+  return true;
+}
+
+SearchResult Search::finish() {
+  SearchResult result;
+  report(gen_, true);
+  result.seed_us = bases_[0].time_us;
   take_best(result);
   if (!history_.empty()) history_.back() = std::min(history_.back(), result.sim.iteration_us);
   result.evaluations = evaluations_;
-  result.generations = gen;
+  result.generations = gen_;
   result.history = std::move(history_);
   result.seconds = elapsed();
   result.seeds_seconds = seeds_seconds_;
@@ -166,6 +175,11 @@ void Search::take_best(SearchResult& result) {
 SearchResult search(const Problem& pb, const SearchOptions& options) {
   if (!(options.time_budget_s > 0) && options.max_evaluations <= 0)
     throw Error("the search needs a time budget or an evaluation budget");
+  if (options.islands < 1 || options.islands > 1024)
+    throw Error(fmt::format("islands must be 1 to 1024, not {}", options.islands));
+  if (options.max_evaluations > 0 && options.max_evaluations < options.islands)
+    throw Error(fmt::format("{} islands need at least as many evaluations, not {}",
+                            options.islands, options.max_evaluations));
   const Graph& g = pb.graph;
   ga::Context ctx{pb, options, {}, true, {}, {}, {}};
   // The most objects of each size that could be used at once, in the orders
@@ -193,6 +207,7 @@ SearchResult search(const Problem& pb, const SearchOptions& options) {
       ctx.stateless[o] = ctx.cheap[o] && op.updates.empty();
     }
   }
+  if (options.islands > 1) return ga::run_islands(ctx);
   ga::Search s(ctx);
   return s.run();
 }

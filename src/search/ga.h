@@ -200,6 +200,10 @@ struct SearchOptions {
   // are the best candidate with one move where it stalls; 0: none.
   double local_share = 1.0 / 16;
   bool cache = true;  // Note [Evaluation cache]; false: every repeat planned again (same plan)
+  // Note [Islands]: populations side by side (1: one, as the paper), and
+  // the generations between migrations of each island's best.
+  int islands = 1;
+  int migrate_every = 4;
   // Plans the search returns instead of its own where one is faster (the
   // baselines' in compare: Note [Search time]).
   std::vector<SeedPlan> plans;

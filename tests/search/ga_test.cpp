@@ -111,6 +111,40 @@ TEST_P(GeneticSearchWith, TheEvaluationCacheChangesNoPlan) {
   }
 }
 
+// Note [Islands]: the plan depends on the seed, the islands and the
+// evaluations, not on the threads; every island's evaluations count, the
+// budget is kept exactly, and the islands never lose the best seed.
+TEST_P(GeneticSearchWith, IslandsGiveOnePlanWhateverTheThreads) {
+  for (uint64_t graph_seed : {7, 11}) {
+    SCOPED_TRACE(::testing::Message() << "graph " << graph_seed);
+    const Case p(testing::random_training_graph(graph_seed, 30), 0.4);
+    SearchOptions o = evals(401, 1, 1, GetParam());
+    o.islands = 3;
+    o.migrate_every = 2;
+    const SearchResult a = p.run(o);
+    o.threads = 2;
+    const SearchResult b = p.run(o);
+    expect_same_plan(a, b);
+    EXPECT_EQ(a.evaluations, 401);
+    EXPECT_EQ(b.evaluations, 401);
+    ASSERT_TRUE(a.sim.ok) << a.sim.error;
+    EXPECT_LE(a.sim.iteration_us, a.best_seed_us);
+    EXPECT_EQ(a.plan.method, "swapadvisor");
+    // The best after each generation never gets worse.
+    for (size_t i = 1; i < a.history.size(); ++i)
+      EXPECT_LE(a.history[i], a.history[i - 1]) << "generation " << i;
+    // Another seed searches elsewhere; so do islands that never migrate.
+    o.migrate_every = 0;
+    const SearchResult c = p.run(o);
+    EXPECT_EQ(c.evaluations, 401);
+    EXPECT_LE(c.sim.iteration_us, c.best_seed_us);
+  }
+  SearchOptions few = evals(2, 1, 1, GetParam());
+  few.islands = 3;
+  const Case p(testing::random_training_graph(7, 30), 0.4);
+  EXPECT_THROW(p.run(few), Error);
+}
+
 TEST_P(GeneticSearchWith, NeverWorseThanTheSeedAndImprovesWhereItCan) {
   for (uint64_t graph_seed : {3, 5}) {
     const Case p(testing::random_training_graph(graph_seed, 30), 0.4);

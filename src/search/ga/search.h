@@ -4,6 +4,7 @@
 //   seeds.cpp   the seeds: bases (orders, layouts) planned first, repaired;
 //   evolve.cpp  new candidates: initial ones, children, mutations, selection;
 //   local.cpp   stall-guided moves of the best candidate;
+//   islands.cpp several populations side by side, migrating their best;
 // search/ga.cpp runs the generations and keeps the best (Note [Search time]).
 // Only these files include this header.
 //
@@ -265,7 +266,25 @@ class Search {
       ideal_ += t;
   }
 
-  SearchResult run();
+  SearchResult run();  // begin(); step() until it returns false; finish()
+
+  // Note [Islands] (islands.cpp): the search in parts.
+  void begin();             // the bases (unless adopted) and generation 0
+  bool step();              // one generation; false (and nothing done) when out of budget
+  SearchResult finish();    // the best plan, with its timeline
+  // This island starts from another's bases instead of planning its own
+  // (their evaluations are the other's).
+  void adopt_bases(const Search& from) {
+    bases_ = from.bases_;
+    recompute_ = from.recompute_;
+    adopted_ = true;
+  }
+  const Candidate& best() const;
+  double best_time() const;
+  int64_t evaluations() const { return evaluations_; }
+  int64_t repeats() const { return cache_.hits(); }
+  // Migration: c replaces this island's slowest candidate.
+  void take_migrant(const Candidate& c);
 
  private:
   struct Pair {
@@ -309,8 +328,6 @@ class Search {
   void analyse_best(Worker& w, const Candidate& b);
   bool delay_op(std::vector<OpId>& order, OpId o, double us);
   void select_survivors(Rng& rng);
-  double best_time() const;
-  const Candidate& best() const;
   void report(int gen, bool last);
   // One line of another kind than kGeneration to opt_.progress. REQUIRES:
   // opt_.progress set (callers check first, so that a silent search does
@@ -331,6 +348,8 @@ class Search {
   double seeds_seconds_ = 0;  // planning the seeds took
   bool seeds_cut_ = false;    // the time budget ended before every seed was planned
   int64_t evaluations_ = 0;
+  int gen_ = 0;           // generations after generation 0
+  bool adopted_ = false;  // the bases are another island's (adopt_bases)
   std::vector<Candidate> bases_;  // the seeds of generation 0
   std::vector<Candidate> pop_, kids_;
   std::vector<Pair> pairs_;
@@ -343,5 +362,8 @@ class Search {
 };
 
 bool same_genes(const Candidate& a, const Candidate& b);
+
+// Note [Islands] (islands.cpp): the search as ctx.opt.islands islands.
+SearchResult run_islands(const Context& ctx);
 
 }  // namespace sa::ga

@@ -1,0 +1,136 @@
+// Note [Islands]
+// --------------
+// With SearchOptions::islands = N > 1 the search runs N populations
+// ("islands") of the full population size side by side. Island 0 plans the
+// seeds; the others start from its bases (adopt_bases) with seeds of their
+// own (island_seed), so their generation 0 and every child differ. The
+// evaluation budget is split evenly (island i gets E / N, the first E % N
+// one more; island 0's share includes the seeds), each island stops at the
+// time budget, and every migrate_every generations each island's best
+// replaces the slowest candidate of the next island in the ring (0 -> 1 ->
+// ... -> N-1 -> 0). Islands run in lockstep, one generation each in turn,
+// each on all the search's threads: the plan depends on the seed, N and the
+// evaluation budget only, not on the threads. The result is the best
+// island's (every island's evaluations counted; its history is the best of
+// all islands after each generation).
+#include "search/ga/search.h"
+
+namespace sa::ga {
+
+uint64_t island_seed(uint64_t seed, int island) {
+  if (island == 0) return seed;
+  uint64_t s = seed ^ (0xD1B54A32D192ED03ull * static_cast<uint64_t>(island));
+  return splitmix64(s);
+}
+
+void Search::take_migrant(const Candidate& c) {
+  int worst = 0;
+  for (int i = 1; i < static_cast<int>(pop_.size()); ++i)
+    if (pop_[i].time_us >= pop_[worst].time_us) worst = i;
+  pop_[worst] = c;
+}
+
+SearchResult run_islands(const Context& ctx) {
+  const SearchOptions& opt = ctx.opt;
+  const int n = opt.islands;
+  std::vector<std::unique_ptr<SearchOptions>> opts;
+  std::vector<std::unique_ptr<Context>> ctxs;
+  std::vector<std::unique_ptr<Search>> islands;
+  for (int i = 0; i < n; ++i) {
+    auto o = std::make_unique<SearchOptions>(opt);
+    o->seed = island_seed(opt.seed, i);
+    if (opt.max_evaluations > 0)
+      o->max_evaluations = opt.max_evaluations / n + (i < opt.max_evaluations % n ? 1 : 0);
+    // Island 0 tells the seeds' lines; the generations are told below.
+    o->progress = nullptr;
+    if (i == 0 && opt.progress)
+      o->progress = [&opt](const SearchProgress& p) {
+        if (p.kind != SearchProgress::Kind::kGeneration) opt.progress(p);
+      };
+    auto c = std::make_unique<Context>(
+        Context{ctx.pb, *o, ctx.size_cap, ctx.slots, ctx.cheap, ctx.stateless, ctx.eligible});
+    islands.push_back(std::make_unique<Search>(*c));
+    opts.push_back(std::move(o));
+    ctxs.push_back(std::move(c));
+  }
+  const auto start = Clock::now();
+  double ideal = 0;
+  for (double t : ctx.pb.op_us)
+    ideal += t;
+  auto total_evaluations = [&] {
+    int64_t e = 0;
+    for (const auto& s : islands)
+      e += s->evaluations();
+    return e;
+  };
+  auto overall_best = [&] {
+    double b = kInf;
+    for (const auto& s : islands)
+      b = std::min(b, s->best_time());
+    return b;
+  };
+  std::vector<double> history;
+  auto last_report = start;
+  auto tell = [&](int gen, bool last) {
+    if (!opt.progress) return;
+    const auto now = Clock::now();
+    if (!last && now - last_report < std::chrono::seconds(1)) return;
+    last_report = now;
+    SearchProgress p;
+    p.last = last;
+    p.generation = gen;
+    p.evaluations = total_evaluations();
+    p.seconds = std::chrono::duration<double>(now - start).count();
+    p.best_us = overall_best();
+    p.pct_of_ideal = p.best_us < kInf ? 100 * ideal / p.best_us : 0.0;
+    p.line = fmt::format(
+        "search: generation {}  {} evaluations  {:.0f}/s  best {:.3f} ms  {:.1f}% of ideal  ({} "
+        "islands)",
+        gen, p.evaluations, p.seconds > 0 ? static_cast<double>(p.evaluations) / p.seconds : 0.0,
+        p.best_us / 1e3, p.pct_of_ideal, n);
+    opt.progress(p);
+  };
+
+  islands[0]->begin();
+  for (int i = 1; i < n; ++i) {
+    islands[i]->adopt_bases(*islands[0]);
+    islands[i]->begin();
+  }
+  history.push_back(overall_best());
+  tell(0, false);
+  int gen = 0;
+  for (bool any = true; any;) {
+    any = false;
+    for (auto& s : islands)
+      any |= s->step();
+    if (!any) break;
+    ++gen;
+    if (opt.migrate_every > 0 && gen % opt.migrate_every == 0) {
+      std::vector<Candidate> best;
+      for (const auto& s : islands)
+        best.push_back(s->best());
+      for (int i = 0; i < n; ++i)
+        islands[(i + 1) % n]->take_migrant(best[i]);
+    }
+    history.push_back(overall_best());
+    tell(gen, false);
+  }
+  tell(gen, true);
+
+  int b = 0;
+  for (int i = 1; i < n; ++i)
+    if (islands[i]->best_time() < islands[b]->best_time()) b = i;
+  // Only the best island plans its best again (with a timeline).
+  SearchResult r = islands[b]->finish();
+  r.evaluations = total_evaluations();
+  r.repeats = 0;
+  for (const auto& s : islands)
+    r.repeats += s->repeats();
+  r.generations = gen;
+  if (!history.empty()) history.back() = std::min(history.back(), r.sim.iteration_us);
+  r.history = std::move(history);
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return r;
+}
+
+}  // namespace sa::ga
