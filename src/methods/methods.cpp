@@ -30,7 +30,7 @@ MethodResult run_method(const std::string& name, const Problem& problem,
     r.evaluations = s.evaluations;
     r.from = std::move(s.from);
     r.search = MethodResult::SearchStats{s.seeds_seconds, s.seeds_cut, s.best_seed_us,
-                                         s.longest_evaluation_s, s.repeats};
+                                         s.longest_evaluation_s, s.repeats, s.seconds_to_95};
     return r;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -88,7 +88,8 @@ nlohmann::json method_result_json(const MethodResult& r) {
     j["search"] = {{"seeds_seconds", r.search->seeds_seconds},
                    {"seeds_cut", r.search->seeds_cut},
                    {"longest_evaluation_s", r.search->longest_evaluation_s},
-                   {"repeats", r.search->repeats}};
+                   {"repeats", r.search->repeats},
+                   {"seconds_to_95", r.search->seconds_to_95}};
     // JSON has no infinity: a search none of whose seeds planned has none.
     if (std::isfinite(r.search->best_seed_us)) j["search"]["best_seed_us"] = r.search->best_seed_us;
   }

@@ -46,6 +46,7 @@ struct MethodResult {
     double best_seed_us = 0;          // the fastest seed's iteration time (inf: none planned)
     double longest_evaluation_s = 0;  // the slowest single evaluation
     int64_t repeats = 0;              // evaluations answered from the cache
+    double seconds_to_95 = 0;         // SearchResult::seconds_to_95
   };
   std::optional<SearchStats> search;
 };

@@ -77,6 +77,7 @@ void Search::begin() {
       pop_[k].time_us = kInf;
     }
   history_.push_back(best_time());
+  history_s_.push_back(elapsed());
   report(0, false);
 }
 
@@ -104,6 +105,7 @@ bool Search::step() {
       kids_[k].time_us = kInf;
   select_survivors(rng);
   history_.push_back(best_time());
+  history_s_.push_back(elapsed());
   report(gen, false);
   return true;
 }
@@ -114,6 +116,7 @@ SearchResult Search::finish() {
   result.seed_us = bases_[0].time_us;
   take_best(result);
   if (!history_.empty()) history_.back() = std::min(history_.back(), result.sim.iteration_us);
+  result.seconds_to_95 = seconds_to_95(history_, history_s_, result.sim.iteration_us);
   result.evaluations = evaluations_;
   result.generations = gen_;
   result.history = std::move(history_);
@@ -126,6 +129,13 @@ SearchResult Search::finish() {
     result.longest_evaluation_s = std::max(result.longest_evaluation_s, w->slowest_s);
   result.repeats = cache_.hits();
   return result;
+}
+
+double seconds_to_95(const std::vector<double>& history, const std::vector<double>& seconds,
+                     double final_us) {
+  for (size_t i = 0; i < history.size() && i < seconds.size(); ++i)
+    if (history[i] <= final_us / 0.95) return seconds[i];
+  return seconds.empty() ? 0.0 : seconds.back();
 }
 
 bool same_genes(const Candidate& a, const Candidate& b) {

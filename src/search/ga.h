@@ -216,6 +216,9 @@ struct SearchResult {
   double seconds = 0;
   int generations = 0;          // generations after generation 0
   std::vector<double> history;  // best iteration time (us) after each generation, 0 first
+  // Seconds from the start to the first generation whose best is within
+  // 95% of the final plan's throughput (history <= final / 0.95).
+  double seconds_to_95 = 0;
   double seed_us = 0;           // iteration time of the program order with the default allocation
   // Note [Search time].
   double best_seed_us = std::numeric_limits<double>::infinity();  // the fastest seed's time

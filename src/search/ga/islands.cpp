@@ -69,7 +69,8 @@ SearchResult run_islands(const Context& ctx) {
       b = std::min(b, s->best_time());
     return b;
   };
-  std::vector<double> history;
+  std::vector<double> history, history_s;
+  auto since_start = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   auto last_report = start;
   auto tell = [&](int gen, bool last) {
     if (!opt.progress) return;
@@ -97,6 +98,7 @@ SearchResult run_islands(const Context& ctx) {
     islands[i]->begin();
   }
   history.push_back(overall_best());
+  history_s.push_back(since_start());
   tell(0, false);
   int gen = 0;
   for (bool any = true; any;) {
@@ -113,6 +115,7 @@ SearchResult run_islands(const Context& ctx) {
         islands[(i + 1) % n]->take_migrant(best[i]);
     }
     history.push_back(overall_best());
+    history_s.push_back(since_start());
     tell(gen, false);
   }
   tell(gen, true);
@@ -128,6 +131,7 @@ SearchResult run_islands(const Context& ctx) {
     r.repeats += s->repeats();
   r.generations = gen;
   if (!history.empty()) history.back() = std::min(history.back(), r.sim.iteration_us);
+  r.seconds_to_95 = seconds_to_95(history, history_s, r.sim.iteration_us);
   r.history = std::move(history);
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return r;

@@ -354,6 +354,7 @@ class Search {
   std::vector<Candidate> pop_, kids_;
   std::vector<Pair> pairs_;
   std::vector<double> history_;
+  std::vector<double> history_s_;  // elapsed() at each history_ entry
   Candidate analysed_;              // the candidate whose stalls moves_ lists
   std::vector<Move> moves_;         // Note [Stall-guided moves]
   size_t move_cursor_ = 0;          // the next move to make
@@ -362,6 +363,9 @@ class Search {
 };
 
 bool same_genes(const Candidate& a, const Candidate& b);
+// SearchResult::seconds_to_95 from the best after each generation and when.
+double seconds_to_95(const std::vector<double>& history, const std::vector<double>& seconds,
+                     double final_us);
 
 // Note [Islands] (islands.cpp): the search as ctx.opt.islands islands.
 SearchResult run_islands(const Context& ctx);
