@@ -8,6 +8,7 @@
 #include "plan/plan_io.h"
 #include "plan/stalls.h"
 #include "report/trace.h"
+#include "runtime/mpi/ranks.h"
 #include "util/error.h"
 #include "util/json.h"
 #include "util/terminal.h"
@@ -23,12 +24,39 @@ struct PlanArgs {
   std::string method = "swapadvisor";
 };
 
+// Note [Islands]: under mpirun every process searches one island; they
+// first check at a checkpoint that they plan the same problem the same way
+// (Note [Rank failures]), and only rank 0 writes and prints.
 void run_plan(const PlanArgs& args) {
-  const PlanningInputs in = load_planning_inputs(args.planning);
-  const Problem problem(in.graph, in.device, in.budget, args.planning.compute_scale, in.dp,
+  const runtime::RankInfo rank = runtime::init_ranks();
+  PlanningArgs planning = args.planning;
+  if (rank.rank != 0) planning.quiet = true;
+  const PlanningInputs in = load_planning_inputs(planning);
+  const Problem problem(in.graph, in.device, in.budget, planning.compute_scale, in.dp,
                         in.host_budget);
-  print_warnings(problem.warnings);
-  const MethodResult r = run_method(args.method, problem, method_options(args.planning));
+  if (rank.rank == 0) print_warnings(problem.warnings);
+  MethodOptions options = method_options(planning);
+  if (rank.size > 1) {
+    if (args.method != "swapadvisor")
+      throw sa::Error(
+          fmt::format("under mpirun only the search (--method swapadvisor) runs as islands, not {}",
+                      args.method));
+    runtime::RunFingerprint fp;
+    fp.graph = graph_fingerprint(in.graph);
+    fp.graph_text = fmt::format("'{}' ({} ops)", in.graph.name, in.graph.num_ops());
+    const SearchOptions& so = options.search;
+    fp.options = fmt::format(
+        "budget {} B, host budget {} B, device {}, seed {}, evaluations {}, time budget {} s, "
+        "population {}, recompute {}, islands {}",
+        in.budget, in.host_budget, in.device.name, so.seed, so.max_evaluations, so.time_budget_s,
+        so.population, so.recompute, so.islands);
+    runtime::checkpoint(&fp, nullptr);
+    options.search.comm = {rank.rank, rank.size, runtime::all_gather_text};
+    runtime::collectives_begin();
+  }
+  const MethodResult r = run_method(args.method, problem, options);
+  if (rank.size > 1) runtime::collectives_end();
+  if (rank.rank != 0) return;
   if (!r.feasible)
     throw sa::Error(fmt::format("{} cannot plan within the budget: {}", r.name, r.why));
   if (!args.output.empty()) write_plan(in.graph, r.plan, args.output);
@@ -96,7 +124,7 @@ void register_plan(CLI::App& app) {
                   "write the simulated iteration as a Chrome trace (Perfetto, chrome://tracing)");
   cmd->add_option("--method", args->method, "swapadvisor (the search) or a baseline")
       ->capture_default_str();
-  cmd->callback([args] { run_plan(*args); });
+  cmd->callback([args] { runtime::run_rank([&] { run_plan(*args); }); });
 }
 
 }  // namespace sa::cli

@@ -29,8 +29,8 @@ MethodResult run_method(const std::string& name, const Problem& problem,
     r.planning_seconds = s.seconds;
     r.evaluations = s.evaluations;
     r.from = std::move(s.from);
-    r.search = MethodResult::SearchStats{s.seeds_seconds, s.seeds_cut, s.best_seed_us,
-                                         s.longest_evaluation_s, s.repeats, s.seconds_to_95};
+    r.search = MethodResult::SearchStats{s.seeds_seconds,        s.seeds_cut, s.best_seed_us,
+                                         s.longest_evaluation_s, s.repeats,   s.seconds_to_95};
     return r;
   }
   const auto start = std::chrono::steady_clock::now();

@@ -111,15 +111,21 @@ bool Search::step() {
 }
 
 SearchResult Search::finish() {
-  SearchResult result;
   report(gen_, true);
-  result.seed_us = bases_[0].time_us;
+  SearchResult result = summary();
   take_best(result);
   if (!history_.empty()) history_.back() = std::min(history_.back(), result.sim.iteration_us);
   result.seconds_to_95 = seconds_to_95(history_, history_s_, result.sim.iteration_us);
+  result.history = std::move(history_);
+  result.seconds = elapsed();
+  return result;
+}
+
+SearchResult Search::summary() {
+  SearchResult result;
+  result.seed_us = bases_[0].time_us;
   result.evaluations = evaluations_;
   result.generations = gen_;
-  result.history = std::move(history_);
   result.seconds = elapsed();
   result.seeds_seconds = seeds_seconds_;
   result.seeds_cut = seeds_cut_;
@@ -187,9 +193,10 @@ SearchResult search(const Problem& pb, const SearchOptions& options) {
     throw Error("the search needs a time budget or an evaluation budget");
   if (options.islands < 1 || options.islands > 1024)
     throw Error(fmt::format("islands must be 1 to 1024, not {}", options.islands));
-  if (options.max_evaluations > 0 && options.max_evaluations < options.islands)
-    throw Error(fmt::format("{} islands need at least as many evaluations, not {}",
-                            options.islands, options.max_evaluations));
+  const int islands = std::max(options.islands, options.comm.size);
+  if (options.max_evaluations > 0 && options.max_evaluations < islands)
+    throw Error(fmt::format("{} islands need at least as many evaluations, not {}", islands,
+                            options.max_evaluations));
   const Graph& g = pb.graph;
   ga::Context ctx{pb, options, {}, true, {}, {}, {}};
   // The most objects of each size that could be used at once, in the orders
@@ -216,6 +223,12 @@ SearchResult search(const Problem& pb, const SearchOptions& options) {
       ctx.cheap[o] = pb.op_us[o] < ga::kCheapRecompute * (out_bytes / h2d + out_bytes / d2h);
       ctx.stateless[o] = ctx.cheap[o] && op.updates.empty();
     }
+  }
+  if (options.comm.size > 1) {
+    if (options.islands != 1 && options.islands != options.comm.size)
+      throw Error(fmt::format("{} processes search as {} islands, one each; --islands {} differs",
+                              options.comm.size, options.comm.size, options.islands));
+    return ga::run_island_ranks(ctx);
   }
   if (options.islands > 1) return ga::run_islands(ctx);
   ga::Search s(ctx);

@@ -176,6 +176,15 @@ struct SearchProgress {
   double pct_of_ideal = 0;
 };
 
+// Note [Islands]: the processes that search as one, each an island (from
+// mpirun: runtime/mpi/ranks.h gives all_gather). size 1: this process alone.
+struct IslandComm {
+  int rank = 0;
+  int size = 1;
+  // Every process's text, in rank order, on every process (collective).
+  std::function<std::vector<std::string>(const std::string&)> all_gather;
+};
+
 struct SearchOptions {
   int population = 144;         // candidates per generation (a multiple of 4)
   double mutation_prob = 0.1;   // the largest per-step / per-gene mutation probability
@@ -204,6 +213,7 @@ struct SearchOptions {
   // the generations between migrations of each island's best.
   int islands = 1;
   int migrate_every = 4;
+  IslandComm comm;  // several processes: island comm.rank of comm.size (islands must be 1 or size)
   // Plans the search returns instead of its own where one is faster (the
   // baselines' in compare: Note [Search time]).
   std::vector<SeedPlan> plans;
@@ -219,7 +229,7 @@ struct SearchResult {
   // Seconds from the start to the first generation whose best is within
   // 95% of the final plan's throughput (history <= final / 0.95).
   double seconds_to_95 = 0;
-  double seed_us = 0;           // iteration time of the program order with the default allocation
+  double seed_us = 0;  // iteration time of the program order with the default allocation
   // Note [Search time].
   double best_seed_us = std::numeric_limits<double>::infinity();  // the fastest seed's time
   double seeds_seconds = 0;                                       // time spent planning the seeds

@@ -458,6 +458,32 @@ std::string broadcast_text(const std::string& text) {
 #endif
 }
 
+std::vector<std::string> all_gather_text(const std::string& text) {
+  if (g_ranks.size <= 1) return {text};
+#if SA_HAVE_MPI
+  SA_CHECK(text.size() <= static_cast<size_t>(INT32_MAX), "a gather of {} bytes", text.size());
+  const int n = static_cast<int>(text.size());
+  std::vector<int> lengths(static_cast<size_t>(g_ranks.size)), at(lengths.size());
+  check(MPI_Allgather(&n, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+  int64_t total = 0;
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    at[r] = static_cast<int>(total);
+    total += lengths[r];
+  }
+  SA_CHECK(total <= INT32_MAX, "a gather of {} bytes in all", total);
+  std::string all(static_cast<size_t>(total), '\0');
+  check(MPI_Allgatherv(text.data(), n, MPI_CHAR, all.data(), lengths.data(), at.data(), MPI_CHAR,
+                       MPI_COMM_WORLD),
+        "MPI_Allgatherv");
+  std::vector<std::string> out;
+  for (size_t r = 0; r < lengths.size(); ++r)
+    out.push_back(all.substr(static_cast<size_t>(at[r]), static_cast<size_t>(lengths[r])));
+  return out;
+#else
+  return {text};
+#endif
+}
+
 void exchange_words(synthetic::Collective kind, std::span<uint64_t> words) {
   if (kind == synthetic::Collective::kGather)
     all_gather_blocks(words);

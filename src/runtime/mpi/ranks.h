@@ -185,6 +185,11 @@ void agree(const std::string& what, std::exception_ptr error);
 // for all (swapadvisor.Trainer: the plan). With one rank: text.
 std::string broadcast_text(const std::string& text);
 
+// Every rank's text, in rank order, on every rank (MPI_Allgather of the
+// lengths, then MPI_Allgatherv; collective): the search's islands exchange
+// their best candidates so (Note [Islands]). With one rank: {text}.
+std::vector<std::string> all_gather_text(const std::string& text);
+
 // What a collective op's kernel does with its words: all_reduce_sum,
 // reduce_scatter_blocks for a reduce-scatter, or all_gather_blocks for an
 // all-gather.

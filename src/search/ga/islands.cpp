@@ -30,6 +30,48 @@ void Search::take_migrant(const Candidate& c) {
   pop_[worst] = c;
 }
 
+SearchOptions island_options(const SearchOptions& opt, int island, int n) {
+  SearchOptions o = opt;
+  o.seed = island_seed(opt.seed, island);
+  if (opt.max_evaluations > 0)
+    o.max_evaluations = opt.max_evaluations / n + (island < opt.max_evaluations % n ? 1 : 0);
+  // Island 0 tells the seeds' lines; the generations are told by the
+  // driver (IslandReporter).
+  o.progress = nullptr;
+  if (island == 0 && opt.progress)
+    o.progress = [&opt](const SearchProgress& p) {
+      if (p.kind != SearchProgress::Kind::kGeneration) opt.progress(p);
+    };
+  return o;
+}
+
+IslandReporter::IslandReporter(const SearchOptions& opt, const Problem& pb, int islands,
+                               Clock::time_point start)
+    : opt_(opt), islands_(islands), start_(start), last_(start) {
+  for (double t : pb.op_us)
+    ideal_ += t;
+}
+
+void IslandReporter::operator()(int gen, bool last, double best_us, int64_t evaluations) {
+  if (!opt_.progress || (opt_.comm.size > 1 && opt_.comm.rank != 0)) return;
+  const auto now = Clock::now();
+  if (!last && now - last_ < std::chrono::seconds(1)) return;
+  last_ = now;
+  SearchProgress p;
+  p.last = last;
+  p.generation = gen;
+  p.evaluations = evaluations;
+  p.seconds = std::chrono::duration<double>(now - start_).count();
+  p.best_us = best_us;
+  p.pct_of_ideal = best_us < kInf ? 100 * ideal_ / best_us : 0.0;
+  p.line = fmt::format(
+      "search: generation {}  {} evaluations  {:.0f}/s  best {:.3f} ms  {:.1f}% of ideal  ({} "
+      "islands{})",
+      gen, evaluations, p.seconds > 0 ? static_cast<double>(evaluations) / p.seconds : 0.0,
+      best_us / 1e3, p.pct_of_ideal, islands_, opt_.comm.size > 1 ? ", one per process" : "");
+  opt_.progress(p);
+}
+
 SearchResult run_islands(const Context& ctx) {
   const SearchOptions& opt = ctx.opt;
   const int n = opt.islands;
@@ -37,16 +79,7 @@ SearchResult run_islands(const Context& ctx) {
   std::vector<std::unique_ptr<Context>> ctxs;
   std::vector<std::unique_ptr<Search>> islands;
   for (int i = 0; i < n; ++i) {
-    auto o = std::make_unique<SearchOptions>(opt);
-    o->seed = island_seed(opt.seed, i);
-    if (opt.max_evaluations > 0)
-      o->max_evaluations = opt.max_evaluations / n + (i < opt.max_evaluations % n ? 1 : 0);
-    // Island 0 tells the seeds' lines; the generations are told below.
-    o->progress = nullptr;
-    if (i == 0 && opt.progress)
-      o->progress = [&opt](const SearchProgress& p) {
-        if (p.kind != SearchProgress::Kind::kGeneration) opt.progress(p);
-      };
+    auto o = std::make_unique<SearchOptions>(island_options(opt, i, n));
     auto c = std::make_unique<Context>(
         Context{ctx.pb, *o, ctx.size_cap, ctx.slots, ctx.cheap, ctx.stateless, ctx.eligible});
     islands.push_back(std::make_unique<Search>(*c));
@@ -54,9 +87,6 @@ SearchResult run_islands(const Context& ctx) {
     ctxs.push_back(std::move(c));
   }
   const auto start = Clock::now();
-  double ideal = 0;
-  for (double t : ctx.pb.op_us)
-    ideal += t;
   auto total_evaluations = [&] {
     int64_t e = 0;
     for (const auto& s : islands)
@@ -70,26 +100,11 @@ SearchResult run_islands(const Context& ctx) {
     return b;
   };
   std::vector<double> history, history_s;
-  auto since_start = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  auto last_report = start;
-  auto tell = [&](int gen, bool last) {
-    if (!opt.progress) return;
-    const auto now = Clock::now();
-    if (!last && now - last_report < std::chrono::seconds(1)) return;
-    last_report = now;
-    SearchProgress p;
-    p.last = last;
-    p.generation = gen;
-    p.evaluations = total_evaluations();
-    p.seconds = std::chrono::duration<double>(now - start).count();
-    p.best_us = overall_best();
-    p.pct_of_ideal = p.best_us < kInf ? 100 * ideal / p.best_us : 0.0;
-    p.line = fmt::format(
-        "search: generation {}  {} evaluations  {:.0f}/s  best {:.3f} ms  {:.1f}% of ideal  ({} "
-        "islands)",
-        gen, p.evaluations, p.seconds > 0 ? static_cast<double>(p.evaluations) / p.seconds : 0.0,
-        p.best_us / 1e3, p.pct_of_ideal, n);
-    opt.progress(p);
+  IslandReporter reporter(opt, ctx.pb, n, start);
+  auto record = [&](int gen) {
+    history.push_back(overall_best());
+    history_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    reporter(gen, false, history.back(), total_evaluations());
   };
 
   islands[0]->begin();
@@ -97,9 +112,7 @@ SearchResult run_islands(const Context& ctx) {
     islands[i]->adopt_bases(*islands[0]);
     islands[i]->begin();
   }
-  history.push_back(overall_best());
-  history_s.push_back(since_start());
-  tell(0, false);
+  record(0);
   int gen = 0;
   for (bool any = true; any;) {
     any = false;
@@ -114,11 +127,9 @@ SearchResult run_islands(const Context& ctx) {
       for (int i = 0; i < n; ++i)
         islands[(i + 1) % n]->take_migrant(best[i]);
     }
-    history.push_back(overall_best());
-    history_s.push_back(since_start());
-    tell(gen, false);
+    record(gen);
   }
-  tell(gen, true);
+  reporter(gen, true, overall_best(), total_evaluations());
 
   int b = 0;
   for (int i = 1; i < n; ++i)
@@ -126,6 +137,9 @@ SearchResult run_islands(const Context& ctx) {
   // Only the best island plans its best again (with a timeline).
   SearchResult r = islands[b]->finish();
   r.evaluations = total_evaluations();
+  const SearchResult first = islands[0]->summary();  // the island that planned the seeds
+  r.seeds_seconds = first.seeds_seconds;
+  r.seeds_cut = first.seeds_cut;
   r.repeats = 0;
   for (const auto& s : islands)
     r.repeats += s->repeats();

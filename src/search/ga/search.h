@@ -269,14 +269,23 @@ class Search {
   SearchResult run();  // begin(); step() until it returns false; finish()
 
   // Note [Islands] (islands.cpp): the search in parts.
-  void begin();             // the bases (unless adopted) and generation 0
-  bool step();              // one generation; false (and nothing done) when out of budget
-  SearchResult finish();    // the best plan, with its timeline
+  void begin();           // the bases (unless adopted) and generation 0
+  bool step();            // one generation; false (and nothing done) when out of budget
+  SearchResult finish();  // the best plan, with its timeline
   // This island starts from another's bases instead of planning its own
   // (their evaluations are the other's).
+  // The bases planned here, as another island's copy (its evaluations are
+  // island 0's: the processes of island_ranks.cpp).
+  void plan_bases_as_copy() {
+    make_bases();
+    adopted_ = true;
+  }
+  // finish() without planning the best again: the counts and the seeds.
+  SearchResult summary();
   void adopt_bases(const Search& from) {
     bases_ = from.bases_;
     recompute_ = from.recompute_;
+    ctx_.slots = from.ctx_.slots;  // make_bases may have found that slots do not fit
     adopted_ = true;
   }
   const Candidate& best() const;
@@ -348,13 +357,13 @@ class Search {
   double seeds_seconds_ = 0;  // planning the seeds took
   bool seeds_cut_ = false;    // the time budget ended before every seed was planned
   int64_t evaluations_ = 0;
-  int gen_ = 0;           // generations after generation 0
-  bool adopted_ = false;  // the bases are another island's (adopt_bases)
+  int gen_ = 0;                   // generations after generation 0
+  bool adopted_ = false;          // the bases are another island's (adopt_bases)
   std::vector<Candidate> bases_;  // the seeds of generation 0
   std::vector<Candidate> pop_, kids_;
   std::vector<Pair> pairs_;
   std::vector<double> history_;
-  std::vector<double> history_s_;  // elapsed() at each history_ entry
+  std::vector<double> history_s_;   // elapsed() at each history_ entry
   Candidate analysed_;              // the candidate whose stalls moves_ lists
   std::vector<Move> moves_;         // Note [Stall-guided moves]
   size_t move_cursor_ = 0;          // the next move to make
@@ -367,7 +376,26 @@ bool same_genes(const Candidate& a, const Candidate& b);
 double seconds_to_95(const std::vector<double>& history, const std::vector<double>& seconds,
                      double final_us);
 
-// Note [Islands] (islands.cpp): the search as ctx.opt.islands islands.
+// Note [Islands] (islands.cpp): the search as ctx.opt.islands islands in
+// this process, or (island_ranks.cpp) as island ctx.opt.comm.rank of
+// comm.size processes.
 SearchResult run_islands(const Context& ctx);
+SearchResult run_island_ranks(const Context& ctx);
+uint64_t island_seed(uint64_t seed, int island);
+// Island i of n's options: its seed, its share of the evaluations, and
+// island 0 alone telling the seeds' lines.
+SearchOptions island_options(const SearchOptions& opt, int island, int n);
+// The islands' generation lines (on process 0 only).
+class IslandReporter {
+ public:
+  IslandReporter(const SearchOptions& opt, const Problem& pb, int islands, Clock::time_point start);
+  void operator()(int gen, bool last, double best_us, int64_t evaluations);
+
+ private:
+  const SearchOptions& opt_;
+  int islands_;
+  Clock::time_point start_, last_;
+  double ideal_ = 0;
+};
 
 }  // namespace sa::ga
