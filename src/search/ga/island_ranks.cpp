@@ -20,7 +20,7 @@ namespace sa::ga {
 namespace {
 
 // A candidate's genes and time as bytes (between processes of one build).
-class Packer {
+class ByteWriter {
  public:
   template <typename T>
   void put(const T& v) {
@@ -38,9 +38,9 @@ class Packer {
   std::string out_;
 };
 
-class Unpacker {
+class ByteReader {
  public:
-  explicit Unpacker(const std::string& in) : in_(in) {}
+  explicit ByteReader(const std::string& in) : in_(in) {}
   template <typename T>
   T get() {
     T v;
@@ -66,7 +66,7 @@ class Unpacker {
 };
 
 std::string pack(const Candidate& c) {
-  Packer p;
+  ByteWriter p;
   p.put_all(c.order);
   p.put_all(c.alloc.cls);
   p.put_all(c.alloc.cnt);
@@ -80,7 +80,7 @@ std::string pack(const Candidate& c) {
 }
 
 Candidate unpack(const std::string& text) {
-  Unpacker u(text);
+  ByteReader u(text);
   Candidate c;
   c.order = u.get_all<OpId>();
   c.alloc.cls = u.get_all<ClassId>();
@@ -111,14 +111,14 @@ SearchResult run_island_ranks(const Context& ctx) {
   Search s(c);
   const auto start = Clock::now();
   auto gather = [&](bool stepped) {
-    Packer p;
+    ByteWriter p;
     p.put(stepped);
     p.put(s.best_time());
     p.put(s.evaluations());
     p.put(s.repeats());
     std::vector<IslandState> all;
     for (const std::string& t : comm.all_gather(p.take())) {
-      Unpacker u(t);
+      ByteReader u(t);
       IslandState st;
       st.stepped = u.get<bool>();
       st.best_us = u.get<double>();

@@ -1,7 +1,8 @@
 // Note [Islands]
 // --------------
 // With SearchOptions::islands = N > 1 the search runs N populations
-// ("islands") of the full population size side by side. Island 0 plans the
+// ("islands") side by side, each of 1/N of the population (in multiples of
+// 4). Island 0 plans the
 // seeds; the others start from its bases (adopt_bases) with seeds of their
 // own (island_seed), so their generation 0 and every child differ. The
 // evaluation budget is split evenly (island i gets E / N, the first E % N
@@ -33,6 +34,9 @@ void Search::take_migrant(const Candidate& c) {
 SearchOptions island_options(const SearchOptions& opt, int island, int n) {
   SearchOptions o = opt;
   o.seed = island_seed(opt.seed, island);
+  // The population is shared out too (in multiples of 4), so that N
+  // islands on E evaluations run as many generations as one population.
+  o.population = std::max(4, opt.population / n / 4 * 4);
   if (opt.max_evaluations > 0)
     o.max_evaluations = opt.max_evaluations / n + (island < opt.max_evaluations % n ? 1 : 0);
   // Island 0 tells the seeds' lines; the generations are told by the
