@@ -20,6 +20,20 @@ testing::GraphBuilder chain() {
   return b;
 }
 
+// The chain above with a parameter w (100 B) read by op0 and op3.
+testing::GraphBuilder param_chain() {
+  testing::GraphBuilder b;
+  auto w = b.tensor(100, TensorKind::kParam);
+  auto a = b.tensor(100, TensorKind::kActivation);
+  auto bb = b.tensor(100, TensorKind::kActivation);
+  auto c = b.tensor(100, TensorKind::kActivation);
+  b.op({w}, {a});
+  b.op({}, {bb});
+  b.op({bb}, {c});
+  b.op({w, a, c}, {});
+  return b;
+}
+
 // The chain above.
 // Budget 200 B, 1 B/us each way, 1 us per op. At op2 (creates c, reads b),
 // a is live (read again by op3) but not touched: live transients a, b, c =
@@ -49,15 +63,7 @@ TEST(Bounds, TransferBoundByHand) {
 //   T >= max(2, 50) + 1 + max(1, 150) = 201 us, at op2.
 // Without w the bound there would be 50 + 1 + 50 = 101 us.
 TEST(Bounds, PersistentTensorsNeededLaterCount) {
-  testing::GraphBuilder b;
-  auto w = b.tensor(100, TensorKind::kParam);
-  auto a = b.tensor(100, TensorKind::kActivation);
-  auto bb = b.tensor(100, TensorKind::kActivation);
-  auto c = b.tensor(100, TensorKind::kActivation);
-  b.op({w}, {a});
-  b.op({}, {bb});
-  b.op({bb}, {c});
-  b.op({w, a, c}, {});
+  testing::GraphBuilder b = param_chain();
   const DeviceProfile d = testing::unit_link();
   const std::vector<double> times(4, 1.0);
   const TimeBound t = time_bound(b.g, program_order(4), times, d, 250);
@@ -75,15 +81,7 @@ TEST(Bounds, PersistentTensorsNeededLaterCount) {
 // at op1 (in 50): 1 + 1 + max(2, 50, 60) = 62 us. With a host budget of
 // 200 B NVMe takes nothing: 201 us as above.
 TEST(Bounds, TieredBoundCountsNvmeBeyondTheHostBudget) {
-  testing::GraphBuilder b;
-  auto w = b.tensor(100, TensorKind::kParam);
-  auto a = b.tensor(100, TensorKind::kActivation);
-  auto bb = b.tensor(100, TensorKind::kActivation);
-  auto c = b.tensor(100, TensorKind::kActivation);
-  b.op({w}, {a});
-  b.op({}, {bb});
-  b.op({bb}, {c});
-  b.op({w, a, c}, {});
+  testing::GraphBuilder b = param_chain();
   DeviceProfile d = testing::unit_link();
   const std::vector<double> times(4, 1.0);
   // Without an NVMe tier the host budget changes nothing.
