@@ -89,7 +89,7 @@ nlohmann::json method_result_json(const MethodResult& r) {
                    {"seeds_cut", r.search->seeds_cut},
                    {"longest_evaluation_s", r.search->longest_evaluation_s},
                    {"repeats", r.search->repeats},
-                   {"seconds_to_95", r.search->seconds_to_95}};
+                   {"time_to_95_s", r.search->seconds_to_95}};
     // JSON has no infinity: a search none of whose seeds planned has none.
     if (std::isfinite(r.search->best_seed_us)) j["search"]["best_seed_us"] = r.search->best_seed_us;
   }

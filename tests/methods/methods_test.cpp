@@ -237,19 +237,20 @@ TEST(Methods, ResultJsonHasTheSharedFields) {
   MethodResult s = ideal;
   s.name = "swapadvisor";
   s.from = "checkpoint";
-  s.search = MethodResult::SearchStats{0.5, true, 126, 0.25, 7};
+  s.search = MethodResult::SearchStats{0.5, true, 126, 0.25, 7, 1.5};
   nlohmann::json js = method_result_json(s);
   EXPECT_EQ(js["plan_from"], "checkpoint");
   EXPECT_EQ(js["search"], (nlohmann::json{{"seeds_seconds", 0.5},
                                           {"seeds_cut", true},
                                           {"best_seed_us", 126.0},
                                           {"longest_evaluation_s", 0.25},
-                                          {"repeats", 7}}));
+                                          {"repeats", 7},
+                                          {"time_to_95_s", 1.5}}));
   // JSON has no infinity: a search none of whose seeds planned has no best_seed_us.
   s.search->best_seed_us = std::numeric_limits<double>::infinity();
   js = method_result_json(s);
   EXPECT_FALSE(js["search"].contains("best_seed_us"));
-  EXPECT_EQ(js["search"].size(), 4u);
+  EXPECT_EQ(js["search"].size(), 5u);
 }
 
 }  // namespace
