@@ -109,7 +109,6 @@ SearchResult run_island_ranks(const Context& ctx) {
   SearchOptions o = island_options(ctx.opt, me, n);
   Context c{ctx.pb, o, ctx.size_cap, ctx.slots, ctx.cheap, ctx.stateless, ctx.eligible};
   Search s(c);
-  const auto start = Clock::now();
   auto gather = [&](bool stepped) {
     ByteWriter p;
     p.put(stepped);
@@ -129,48 +128,33 @@ SearchResult run_island_ranks(const Context& ctx) {
     SA_CHECK(static_cast<int>(all.size()) == n, "{} islands answered, not {}", all.size(), n);
     return all;
   };
-  IslandReporter tell(ctx.opt, ctx.pb, n, start);
+  // The islands' sums, and the best island (the lowest rank among equals).
+  int64_t evaluations = 0, repeats = 0;
+  int b = 0;
+  auto sum_up = [&](const std::vector<IslandState>& state) {
+    evaluations = repeats = 0;
+    b = 0;
+    for (int r = 0; r < n; ++r) {
+      evaluations += state[r].evaluations;
+      repeats += state[r].repeats;
+      if (state[r].best_us < state[b].best_us) b = r;
+    }
+    return state[b].best_us;
+  };
+  IslandHistory history(ctx.opt, ctx.pb, n);
   if (me != 0) s.plan_bases_as_copy();
   s.begin();
-  std::vector<IslandState> state = gather(false);
-  std::vector<double> history, history_s;
-  auto record = [&](int gen) {
-    double b = kInf;
-    int64_t e = 0;
-    for (const IslandState& st : state) {
-      b = std::min(b, st.best_us);
-      e += st.evaluations;
-    }
-    history.push_back(b);
-    history_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-    tell(gen, false, b, e);
-  };
-  record(0);
-  int gen = 0;
-  for (;;) {
-    const bool stepped = s.step();
-    state = gather(stepped);
+  history.record(0, sum_up(gather(false)), evaluations);
+  for (int gen = 1;; ++gen) {
+    const std::vector<IslandState> state = gather(s.step());
+    const double best = sum_up(state);
     if (std::none_of(state.begin(), state.end(), [](const IslandState& st) { return st.stepped; }))
       break;
-    ++gen;
     if (o.migrate_every > 0 && gen % o.migrate_every == 0) {
-      const std::vector<std::string> best = comm.all_gather(pack(s.best()));
-      s.take_migrant(unpack(best[static_cast<size_t>((me + n - 1) % n)]));
+      const std::vector<std::string> migrants = comm.all_gather(pack(s.best()));
+      s.take_migrant(unpack(migrants[static_cast<size_t>((me + n - 1) % n)]));
     }
-    record(gen);
-  }
-  int b = 0;
-  int64_t evaluations = 0, repeats = 0;
-  for (int r = 0; r < n; ++r) {
-    evaluations += state[r].evaluations;
-    repeats += state[r].repeats;
-    if (state[r].best_us < state[b].best_us) b = r;
-  }
-  {
-    double best = kInf;
-    for (const IslandState& st : state)
-      best = std::min(best, st.best_us);
-    tell(gen, true, best, evaluations);
+    history.record(gen, best, evaluations);
   }
   // The best island plans its best again; every process takes its plan.
   SearchResult mine;
@@ -191,11 +175,7 @@ SearchResult run_island_ranks(const Context& ctx) {
   }
   r.evaluations = evaluations;
   r.repeats = repeats;
-  r.generations = gen;
-  r.seconds_to_95 = seconds_to_95(history, history_s, r.sim.iteration_us);
-  if (!history.empty()) history.back() = std::min(history.back(), r.sim.iteration_us);
-  r.history = std::move(history);
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  history.close(&r);
   return r;
 }
 

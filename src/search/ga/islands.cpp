@@ -40,7 +40,7 @@ SearchOptions island_options(const SearchOptions& opt, int island, int n) {
   if (opt.max_evaluations > 0)
     o.max_evaluations = opt.max_evaluations / n + (island < opt.max_evaluations % n ? 1 : 0);
   // Island 0 tells the seeds' lines; the generations are told by the
-  // driver (IslandReporter).
+  // driver (IslandHistory).
   o.progress = nullptr;
   if (island == 0 && opt.progress)
     o.progress = [&opt](const SearchProgress& p) {
@@ -49,21 +49,38 @@ SearchOptions island_options(const SearchOptions& opt, int island, int n) {
   return o;
 }
 
-IslandReporter::IslandReporter(const SearchOptions& opt, const Problem& pb, int islands,
-                               Clock::time_point start)
-    : opt_(opt), islands_(islands), start_(start), last_(start) {
+IslandHistory::IslandHistory(const SearchOptions& opt, const Problem& pb, int islands)
+    : opt_(opt), islands_(islands), start_(Clock::now()), last_told_(start_) {
   for (double t : pb.op_us)
     ideal_ += t;
 }
 
-void IslandReporter::operator()(int gen, bool last, double best_us, int64_t evaluations) {
+void IslandHistory::record(int gen, double best_us, int64_t evaluations) {
+  gen_ = gen;
+  evaluations_ = evaluations;
+  history_.push_back(best_us);
+  history_s_.push_back(std::chrono::duration<double>(Clock::now() - start_).count());
+  tell(false, evaluations);
+}
+
+void IslandHistory::close(SearchResult* r) {
+  tell(true, evaluations_);
+  r->generations = gen_;
+  if (!history_.empty()) history_.back() = std::min(history_.back(), r->sim.iteration_us);
+  r->seconds_to_95 = seconds_to_95(history_, history_s_, r->sim.iteration_us);
+  r->history = std::move(history_);
+  r->seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+}
+
+void IslandHistory::tell(bool last, int64_t evaluations) {
   if (!opt_.progress || (opt_.comm.size > 1 && opt_.comm.rank != 0)) return;
   const auto now = Clock::now();
-  if (!last && now - last_ < std::chrono::seconds(1)) return;
-  last_ = now;
+  if (!last && now - last_told_ < std::chrono::seconds(1)) return;
+  last_told_ = now;
+  const double best_us = history_.empty() ? kInf : history_.back();
   SearchProgress p;
   p.last = last;
-  p.generation = gen;
+  p.generation = gen_;
   p.evaluations = evaluations;
   p.seconds = std::chrono::duration<double>(now - start_).count();
   p.best_us = best_us;
@@ -71,7 +88,7 @@ void IslandReporter::operator()(int gen, bool last, double best_us, int64_t eval
   p.line = fmt::format(
       "search: generation {}  {} evaluations  {:.0f}/s  best {:.3f} ms  {:.1f}% of ideal  ({} "
       "islands{})",
-      gen, evaluations, p.seconds > 0 ? static_cast<double>(evaluations) / p.seconds : 0.0,
+      gen_, evaluations, p.seconds > 0 ? static_cast<double>(evaluations) / p.seconds : 0.0,
       best_us / 1e3, p.pct_of_ideal, islands_, opt_.comm.size > 1 ? ", one per process" : "");
   opt_.progress(p);
 }
@@ -90,7 +107,6 @@ SearchResult run_islands(const Context& ctx) {
     opts.push_back(std::move(o));
     ctxs.push_back(std::move(c));
   }
-  const auto start = Clock::now();
   auto total_evaluations = [&] {
     int64_t e = 0;
     for (const auto& s : islands)
@@ -103,27 +119,19 @@ SearchResult run_islands(const Context& ctx) {
       b = std::min(b, s->best_time());
     return b;
   };
-  std::vector<double> history, history_s;
-  IslandReporter reporter(opt, ctx.pb, n, start);
-  auto record = [&](int gen) {
-    history.push_back(overall_best());
-    history_s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-    reporter(gen, false, history.back(), total_evaluations());
-  };
+  IslandHistory history(opt, ctx.pb, n);
 
   islands[0]->begin();
   for (int i = 1; i < n; ++i) {
     islands[i]->adopt_bases(*islands[0]);
     islands[i]->begin();
   }
-  record(0);
-  int gen = 0;
-  for (bool any = true; any;) {
-    any = false;
+  history.record(0, overall_best(), total_evaluations());
+  for (int gen = 1;; ++gen) {
+    bool any = false;
     for (auto& s : islands)
       any |= s->step();
     if (!any) break;
-    ++gen;
     if (opt.migrate_every > 0 && gen % opt.migrate_every == 0) {
       std::vector<Candidate> best;
       for (const auto& s : islands)
@@ -131,9 +139,8 @@ SearchResult run_islands(const Context& ctx) {
       for (int i = 0; i < n; ++i)
         islands[(i + 1) % n]->take_migrant(best[i]);
     }
-    record(gen);
+    history.record(gen, overall_best(), total_evaluations());
   }
-  reporter(gen, true, overall_best(), total_evaluations());
 
   int b = 0;
   for (int i = 1; i < n; ++i)
@@ -147,11 +154,7 @@ SearchResult run_islands(const Context& ctx) {
   r.repeats = 0;
   for (const auto& s : islands)
     r.repeats += s->repeats();
-  r.generations = gen;
-  if (!history.empty()) history.back() = std::min(history.back(), r.sim.iteration_us);
-  r.seconds_to_95 = seconds_to_95(history, history_s, r.sim.iteration_us);
-  r.history = std::move(history);
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  history.close(&r);
   return r;
 }
 

@@ -385,17 +385,28 @@ uint64_t island_seed(uint64_t seed, int island);
 // Island i of n's options: its seed, its share of the evaluations, and
 // island 0 alone telling the seeds' lines.
 SearchOptions island_options(const SearchOptions& opt, int island, int n);
-// The islands' generation lines (on process 0 only).
-class IslandReporter {
+// The islands' best after each generation, kept as a search's history and
+// told as its generation lines (on process 0 only): what both drivers
+// share.
+class IslandHistory {
  public:
-  IslandReporter(const SearchOptions& opt, const Problem& pb, int islands, Clock::time_point start);
-  void operator()(int gen, bool last, double best_us, int64_t evaluations);
+  IslandHistory(const SearchOptions& opt, const Problem& pb, int islands);
+  // The best of all islands after generation gen, and their evaluations.
+  void record(int gen, double best_us, int64_t evaluations);
+  // The closing line, and r's history, seconds_to_95, generations and
+  // seconds, r's plan being the search's result.
+  void close(SearchResult* r);
 
  private:
+  void tell(bool last, int64_t evaluations);
+
   const SearchOptions& opt_;
   int islands_;
-  Clock::time_point start_, last_;
+  Clock::time_point start_, last_told_;
   double ideal_ = 0;
+  int gen_ = 0;
+  int64_t evaluations_ = 0;
+  std::vector<double> history_, history_s_;
 };
 
 }  // namespace sa::ga
