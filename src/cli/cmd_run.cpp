@@ -129,10 +129,7 @@ void print_run_text(const Graph& g, const Plan& p, const runtime::RankInfo& rank
   fmt::print("swapped     {} in, {} out per iteration\n", format_bytes(r.swap_in_bytes),
              format_bytes(r.swap_out_bytes));
   if (r.recomputes > 0) fmt::print("recomputed  {} ops per iteration\n", r.recomputes);
-  if (!p.nvme_tensors.empty())
-    fmt::print("host        arena {} (host budget {}), {} tensors ({}) on NVMe ({})\n",
-               format_bytes(r.host_bytes), format_bytes(p.host_budget), p.nvme_tensors.size(),
-               format_bytes(r.nvme_bytes), r.nvme_backend);
+  print_host_tier(p, r);
   if (args.backend == "host")
     fmt::print("late ops    {:.0f} kernels ran past their op time, by {} in all per iteration{}\n",
                m.late_kernels, format_us(m.overrun_us), m.scale != 1 ? " (device time)" : "");

@@ -41,6 +41,13 @@ std::string with_rank(std::string path, int rank) {
 
 }  // namespace
 
+void print_host_tier(const Plan& p, const runtime::RunResult& r) {
+  if (p.nvme_tensors.empty()) return;
+  fmt::print("host        arena {} (host budget {}), {} tensors ({}) on NVMe ({})\n",
+             format_bytes(r.host_bytes), format_bytes(p.host_budget), p.nvme_tensors.size(),
+             format_bytes(r.nvme_bytes), r.nvme_backend);
+}
+
 void run_aten(const AtenRunArgs& a) {
   const Graph captured = read_graph(a.graph);
   // A data-parallel plan is one rank's: the captured graph with collective
@@ -160,10 +167,7 @@ void run_aten(const AtenRunArgs& a) {
                i < r.run.iteration_wall_us.size() ? format_us(r.run.iteration_wall_us[i]) : "");
   fmt::print("swapped     {} in, {} out per iteration\n", format_bytes(r.run.swap_in_bytes),
              format_bytes(r.run.swap_out_bytes));
-  if (!p.nvme_tensors.empty())
-    fmt::print("host        arena {}, {} tensors ({}) on NVMe ({})\n",
-               format_bytes(r.run.host_bytes), p.nvme_tensors.size(),
-               format_bytes(r.run.nvme_bytes), r.run.nvme_backend);
+  print_host_tier(p, r.run);
   // As `run` says it: an arena plan has no pool, its objects reach
   // arena_bytes() (a size-class plan's pool is as large).
   fmt::print("device      peak {} in use; arena {} (the budget), objects reach {}\n",

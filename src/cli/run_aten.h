@@ -4,6 +4,9 @@
 
 #include <string>
 
+#include "plan/plan.h"
+#include "runtime/executor.h"
+
 namespace sa::cli {
 
 struct AtenRunArgs {
@@ -20,5 +23,9 @@ struct AtenRunArgs {
 };
 
 void run_aten(const AtenRunArgs& args);
+
+// The `host` line of `run`'s report, with either kernels: the host arena and
+// the NVMe tier (nothing for a plan without NVMe tensors).
+void print_host_tier(const Plan& p, const runtime::RunResult& r);
 
 }  // namespace sa::cli
