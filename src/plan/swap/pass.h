@@ -205,8 +205,8 @@ class SwapPlanner::Pass {
     return dirty_[v] && (needed_later(v) || kind_[v] == ItemKind::kPersistent);
   }
   int64_t victim_key(ItemId x) const;
-  ItemId pick_victim(ItemId x, int i, bool swap_in) const;
-  ItemId pick_dtr_victim(ItemId x, int i) const;
+  ItemId pick_victim(ItemId x, int i, bool swap_in);
+  ItemId pick_dtr_victim(ItemId x, int i);
   bool dtr() const { return opt_.eviction == EvictionPolicy::kDtr; }
   void list_resident(ItemId x);
   void unlist_resident(ItemId x);
@@ -261,6 +261,10 @@ class SwapPlanner::Pass {
   int nc_ = 0;
   std::vector<double> prefix_;            // prefix_[i]: op time before position i
   std::vector<int32_t> recompute_until_;  // per op: the last position a recompute of it may run at
+  // Per tensor: recompute_until_ of its producer where the genes let it be
+  // dropped (a transient whose producer may run again), else -1: what
+  // may_drop_to_recompute() reads in the victim scans.
+  std::vector<int32_t> drop_until_;
   std::vector<int32_t> pos_of_;           // per op: its position in the order
   // Note [Update replay]: per op, the ops that update its outputs in place
   // and are replayed after a recompute of it, in position order.
@@ -303,6 +307,16 @@ class SwapPlanner::Pass {
   // full classes are scanned, and an access costs nothing.
   std::vector<std::vector<ItemId>> residents_;
   std::vector<int32_t> listed_at_;
+  // EvictionPolicy::kDtr: the listed residents of each class that may still
+  // be dropped to be recomputed, and each item's index there (-1: not
+  // there). An item that may not be dropped when listed never may while it
+  // stays (its next use only moves later), and one that may stops once its
+  // next use passes recompute_until_: pick_dtr_victim() then takes it out.
+  // The victim is the same as a scan of residents_ would find (ties go to
+  // the larger id, whatever the order); only the droppable are scored.
+  std::vector<std::vector<ItemId>> droppable_;
+  std::vector<int32_t> droppable_at_;
+  void unlist_droppable(ItemId x);
   // Placed mode: the listed residents by victim key, the largest on top (a
   // lazy heap: an entry is current while its version is the item's).
   struct VictimEntry {

@@ -14,11 +14,9 @@ using namespace swap_plan;  // this folder's types (pass.h)
 // after it (Note [Update replay]), still hold what they read
 // (recompute_until_).
 bool SwapPlanner::Pass::may_drop_to_recompute(ItemId v) const {
-  if (!opt_.recompute || v >= n_ || !is_transient(g_.tensors[v].kind) || !needed_later(v))
-    return false;
-  const OpId p = producer_[v];
-  if (p == kNoOp || !(*opt_.recompute)[p] || recompute_until_[p] < 0) return false;
-  return uses_[use_begin_[v] + cursor_[v]] <= recompute_until_[p];
+  if (!opt_.recompute || v >= n_) return false;
+  const int32_t until = drop_until_[v];  // the static part, per plan (bind_ops)
+  return until >= 0 && needed_later(v) && uses_[use_begin_[v] + cursor_[v]] <= until;
 }
 
 // Note [Recomputation]: a recompute step, before the op at position i, that

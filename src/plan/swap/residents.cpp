@@ -18,6 +18,22 @@ void SwapPlanner::Pass::list_resident(ItemId x) {
   listed_at_[x] = static_cast<int32_t>(list.size());
   list.push_back(x);
   heap_touch(x);
+  if (dtr() && bytes_[x] > 0 && may_drop_to_recompute(x)) {
+    auto& d = droppable_[class_[x]];
+    droppable_at_[x] = static_cast<int32_t>(d.size());
+    d.push_back(x);
+  }
+}
+
+void SwapPlanner::Pass::unlist_droppable(ItemId x) {
+  const int32_t at = droppable_at_[x];
+  if (at < 0) return;
+  auto& d = droppable_[class_[x]];
+  const ItemId moved = d.back();
+  d[at] = moved;
+  droppable_at_[moved] = at;
+  d.pop_back();
+  droppable_at_[x] = -1;
 }
 
 // Placed mode: x's victim key may have changed; older entries of x in the
@@ -48,13 +64,14 @@ void SwapPlanner::Pass::unlist_resident(ItemId x) {
   listed_at_[moved] = at;
   list.pop_back();
   listed_at_[x] = -1;
+  if (dtr()) unlist_droppable(x);
 }
 
 // The resident to evict so that x (needed before position i) gets memory:
 // the one with the furthest next use (Belady; LRU: the oldest last use),
 // among those whose eviction leaves time for its copies when there are any
 // (ties: the larger item id, for determinism). -1 if none may go.
-ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) const {
+ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) {
   if (dtr()) return pick_dtr_victim(x, i);
   ItemId best = -1, best_eligible = -1;
   int64_t best_key = 0, best_eligible_key = 0;
@@ -80,11 +97,18 @@ ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) const {
 // recomputed, the one with the smallest DTR score (Note [DTR heuristic]),
 // staleness counted in op time from the start of its last access to
 // position i (ties: the larger item id). -1 if none may go.
-ItemId SwapPlanner::Pass::pick_dtr_victim(ItemId x, int i) const {
+ItemId SwapPlanner::Pass::pick_dtr_victim(ItemId x, int i) {
   ItemId best = -1;
   double best_h = 0;
-  for (ItemId v : residents_[class_[x]]) {
-    if (pinned_[v] == i || bytes_[v] == 0 || !may_drop_to_recompute(v)) continue;
+  auto& list = droppable_[class_[x]];
+  for (size_t k = 0; k < list.size();) {
+    const ItemId v = list[k];
+    if (!may_drop_to_recompute(v)) {  // for good: list[k] is another item now
+      unlist_droppable(v);
+      continue;
+    }
+    ++k;
+    if (pinned_[v] == i) continue;
     const double h =
         DtrCost::score(dtr_cost_->cost(v), bytes_[v], prefix_[i] - prefix_[last_pos_[v]]);
     if (best < 0 || h < best_h || (h == best_h && v > best)) {

@@ -85,6 +85,7 @@ void SwapPlanner::Pass::bind_ops(std::span<const OpId> order, const PlannerOptio
   // q) or may itself be made again at q (Note [Recompute through dead
   // inputs]).
   recompute_until_.assign(m_, -1);
+  drop_until_.assign(n_, -1);
   replays_.assign(m_, {});
   pos_of_.resize(m_);
   for (int i = 0; i < m_; ++i)
@@ -151,6 +152,10 @@ void SwapPlanner::Pass::bind_ops(std::span<const OpId> order, const PlannerOptio
   for (int i = 0; i < m_; ++i)
     if (const OpId p = order[i]; recompute_until_[p] >= 0)
       recompute_until_[p] = std::min(recompute_until_[p], until_of(p));
+  for (TensorId t = 0; t < n_; ++t)
+    if (const OpId p = producer_[t];
+        is_transient(g_.tensors[t].kind) && p != kNoOp && (*opt.recompute)[p])
+      drop_until_[t] = recompute_until_[p];
 }
 
 bool SwapPlanner::Pass::prepare(std::span<const OpId> order, const Allocation& a,

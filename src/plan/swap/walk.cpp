@@ -292,6 +292,12 @@ void SwapPlanner::Pass::reset_pass() {
   residents_.resize(nc_);
   for (auto& list : residents_)
     list.clear();
+  if (dtr()) {
+    droppable_at_.assign(items, -1);
+    droppable_.resize(nc_);
+    for (auto& list : droppable_)
+      list.clear();
+  }
   steps_.clear();
   waits_.clear();
   access_objects_.assign(access_begin_[m_], kNoObject);
