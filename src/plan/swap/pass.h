@@ -265,7 +265,7 @@ class SwapPlanner::Pass {
   // dropped (a transient whose producer may run again), else -1: what
   // may_drop_to_recompute() reads in the victim scans.
   std::vector<int32_t> drop_until_;
-  std::vector<int32_t> pos_of_;           // per op: its position in the order
+  std::vector<int32_t> pos_of_;  // per op: its position in the order
   // Note [Update replay]: per op, the ops that update its outputs in place
   // and are replayed after a recompute of it, in position order.
   std::vector<std::vector<OpId>> replays_;
