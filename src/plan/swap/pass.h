@@ -317,8 +317,10 @@ class SwapPlanner::Pass {
   std::vector<std::vector<ItemId>> droppable_;
   std::vector<int32_t> droppable_at_;
   void unlist_droppable(ItemId x);
-  // Placed mode: the listed residents by victim key, the largest on top (a
-  // lazy heap: an entry is current while its version is the item's).
+  // Per class, the listed residents by victim key, the largest on top (a
+  // lazy heap: an entry is current while its version is the item's). Kept
+  // where victims go by key alone: the placed arena (class 0), and Belady
+  // in the pool and the packed arena (use_heap()).
   struct VictimEntry {
     int64_t key;
     ItemId item;
@@ -327,7 +329,14 @@ class SwapPlanner::Pass {
       return key != o.key ? key < o.key : item < o.item;
     }
   };
-  std::vector<VictimEntry> victims_;
+  std::vector<std::vector<VictimEntry>> heaps_;
+  bool use_heap() const { return placed() || opt_.eviction == EvictionPolicy::kBelady; }
+  // Visits the current entries of a class's heap in order, the largest key
+  // first, without changing it (a frontier of its indices), until f returns
+  // true or max_visits were visited; the stale entries on top go for good.
+  // Returns whether the whole heap was visited.
+  template <class F>
+  bool walk_heap(std::vector<VictimEntry>& heap, int max_visits, F&& f);
   // find_window()'s buffers: heap indices still to visit, the victims of the
   // window being scored and of the best one so far.
   std::vector<int32_t> frontier_;
@@ -395,5 +404,35 @@ class SwapPlanner::Pass {
   std::vector<ItemId> range_tenants(int64_t at, int64_t bytes, int i) const;
   bool eligible_victim(ItemId v, ItemId x, int i, bool swap_in) const;
 };
+
+template <class F>
+inline bool SwapPlanner::Pass::walk_heap(std::vector<VictimEntry>& heap, int max_visits, F&& f) {
+  auto stale = [&](const VictimEntry& e) {
+    return e.version != heap_ver_[e.item] || listed_at_[e.item] < 0;
+  };
+  while (!heap.empty() && stale(heap.front())) {
+    std::pop_heap(heap.begin(), heap.end());
+    heap.pop_back();
+  }
+  frontier_.clear();
+  if (!heap.empty()) frontier_.push_back(0);
+  const auto heap_size = static_cast<int32_t>(heap.size());
+  auto later_entry = [&](int32_t a, int32_t b) { return heap[a] < heap[b]; };
+  for (int visits = 0; !frontier_.empty();) {
+    if (visits == max_visits) return false;
+    std::pop_heap(frontier_.begin(), frontier_.end(), later_entry);
+    const int32_t k = frontier_.back();
+    frontier_.pop_back();
+    for (int32_t c = 2 * k + 1; c <= 2 * k + 2 && c < heap_size; ++c) {
+      frontier_.push_back(c);
+      std::push_heap(frontier_.begin(), frontier_.end(), later_entry);
+    }
+    const VictimEntry& e = heap[k];
+    if (stale(e)) continue;
+    ++visits;
+    if (f(e)) return frontier_.empty();
+  }
+  return true;
+}
 
 }  // namespace sa

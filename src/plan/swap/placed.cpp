@@ -185,45 +185,22 @@ int SwapPlanner::Pass::victim_candidates(ItemId x, int i, bool swap_in,
       list[k] = list[k - 1];
     list[k] = {sc, v};
   };
-  // The kScanned residents with the furthest next use, best first. Stale
-  // entries on top of the lazy heap go for good; below it, the heap is
-  // walked in order without changing it (a frontier of its indices, the
-  // best first), and the walk stops once both lists hold kCandidates
-  // eligible victims: later entries have no later next use, so none could
-  // enter either list (popping 64 entries and pushing them back took most
-  // of the arena walk's time).
-  auto stale = [&](const VictimEntry& e) {
-    return e.version != heap_ver_[e.item] || listed_at_[e.item] < 0;
-  };
-  while (!victims_.empty() && stale(victims_.front())) {
-    std::pop_heap(victims_.begin(), victims_.end());
-    victims_.pop_back();
-  }
+  // The kScanned residents with the furthest next use, best first
+  // (walk_heap). The walk stops once both lists hold kCandidates eligible
+  // victims: later entries have no later next use, so none could enter
+  // either list (popping 64 entries and pushing them back took most of the
+  // arena walk's time).
   auto full = [](const std::pair<WindowScore, ItemId>* list, int n) {
     return n == kCandidates && list[n - 1].first.eligible;
   };
-  frontier_.clear();
-  if (!victims_.empty()) frontier_.push_back(0);
-  const auto heap_size = static_cast<int32_t>(victims_.size());
-  auto later_entry = [&](int32_t a, int32_t b) { return victims_[a] < victims_[b]; };
-  for (int scanned = 0; !frontier_.empty() && scanned < kScanned;) {
-    std::pop_heap(frontier_.begin(), frontier_.end(), later_entry);
-    const int32_t k = frontier_.back();
-    frontier_.pop_back();
-    for (int32_t c = 2 * k + 1; c <= 2 * k + 2 && c < heap_size; ++c) {
-      frontier_.push_back(c);
-      std::push_heap(frontier_.begin(), frontier_.end(), later_entry);
-    }
-    const VictimEntry& e = victims_[k];
-    if (stale(e)) continue;
-    ++scanned;
+  walk_heap(heaps_[0], kScanned, [&](const VictimEntry& e) {
     const ItemId v = e.item;
-    if (!movable(v, i) || bytes_[v] == 0) continue;
+    if (!movable(v, i) || bytes_[v] == 0) return false;
     const WindowScore sc{eligible_victim(v, x, i, swap_in), e.key, 0};
     keep_best(top, &num_top, sc, v);
     if (bytes_[v] >= need && bytes_[v] <= 2 * need) keep_best(sized, &num_sized, sc, v);
-    if (full(top, num_top) && full(sized, num_sized)) break;
-  }
+    return full(top, num_top) && full(sized, num_sized);
+  });
   for (int k = 0; k < num_sized; ++k)
     top[num_top++] = sized[k];
   return num_top;

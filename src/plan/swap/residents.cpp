@@ -36,28 +36,30 @@ void SwapPlanner::Pass::unlist_droppable(ItemId x) {
   droppable_at_[x] = -1;
 }
 
-// Placed mode: x's victim key may have changed; older entries of x in the
-// heap are stale from now on.
+// Where use_heap(): x's victim key may have changed; older entries of x in
+// its class's heap are stale from now on.
 void SwapPlanner::Pass::heap_touch(ItemId x) {
-  if (!placed()) return;
+  if (!use_heap()) return;
   ++heap_ver_[x];
   if (listed_at_[x] < 0) return;
-  if (victims_.size() >
-      residents_[0].size() + residents_[0].size() / 2 + 64) {  // mostly stale: rebuild
-    victims_.clear();
-    for (ItemId v : residents_[0])
-      victims_.push_back({victim_key(v), v, heap_ver_[v]});
-    std::make_heap(victims_.begin(), victims_.end());
+  const auto& list = residents_[class_[x]];
+  auto& heap = heaps_[class_[x]];
+  if (heap.size() > list.size() + list.size() / 2 + 64) {  // mostly stale: rebuild
+    heap.clear();
+    for (ItemId v : list)
+      heap.push_back({victim_key(v), v, heap_ver_[v]});
+    std::make_heap(heap.begin(), heap.end());
     return;
   }
-  victims_.push_back({victim_key(x), x, heap_ver_[x]});
-  std::push_heap(victims_.begin(), victims_.end());
+  heap.push_back({victim_key(x), x, heap_ver_[x]});
+  std::push_heap(heap.begin(), heap.end());
 }
+
 
 void SwapPlanner::Pass::unlist_resident(ItemId x) {
   const int32_t at = listed_at_[x];
   if (at < 0) return;
-  if (placed()) ++heap_ver_[x];
+  if (use_heap()) ++heap_ver_[x];
   auto& list = residents_[class_[x]];
   const ItemId moved = list.back();
   list[at] = moved;
@@ -73,10 +75,30 @@ void SwapPlanner::Pass::unlist_resident(ItemId x) {
 // (ties: the larger item id, for determinism). -1 if none may go.
 ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) {
   if (dtr()) return pick_dtr_victim(x, i);
+  auto excluded = [&](ItemId v) {
+    return pinned_[v] == i || (dir_ && !dir_->never_evict.empty() && dir_->never_evict[v]);
+  };
+  if (use_heap()) {
+    // The residents by key, the largest first: the first eligible one is
+    // the scan's answer below, and the first of all is its fall-back. Most
+    // evictions find one among the first few; past kWalked the scan costs
+    // less than walking on.
+    constexpr int kWalked = 64;
+    ItemId first = -1, found = -1;
+    const bool whole = walk_heap(heaps_[class_[x]], kWalked, [&](const VictimEntry& e) {
+      if (excluded(e.item)) return false;
+      if (first < 0) first = e.item;
+      if (!eligible_victim(e.item, x, i, swap_in)) return false;
+      found = e.item;
+      return true;
+    });
+    if (found >= 0) return found;
+    if (whole) return first;
+  }
   ItemId best = -1, best_eligible = -1;
   int64_t best_key = 0, best_eligible_key = 0;
   for (ItemId v : residents_[class_[x]]) {
-    if (pinned_[v] == i || (dir_ && !dir_->never_evict.empty() && dir_->never_evict[v])) continue;
+    if (excluded(v)) continue;
     const int64_t key = victim_key(v);
     if (best < 0 || key > best_key || (key == best_key && v > best)) {
       best = v;

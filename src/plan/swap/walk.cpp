@@ -288,7 +288,9 @@ void SwapPlanner::Pass::reset_pass() {
   passing_inputs_.clear();
   listed_at_.assign(items, -1);
   heap_ver_.assign(items, 0);
-  victims_.clear();
+  heaps_.resize(nc_);
+  for (auto& heap : heaps_)
+    heap.clear();
   residents_.resize(nc_);
   for (auto& list : residents_)
     list.clear();
