@@ -55,7 +55,6 @@ void SwapPlanner::Pass::heap_touch(ItemId x) {
   std::push_heap(heap.begin(), heap.end());
 }
 
-
 void SwapPlanner::Pass::unlist_resident(ItemId x) {
   const int32_t at = listed_at_[x];
   if (at < 0) return;
