@@ -21,6 +21,7 @@
 #include <climits>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <set>
 #include <tuple>
 
@@ -373,7 +374,11 @@ class SwapPlanner::Pass {
     int32_t key;       // free: released at this position (-1: never used)
     StepId rel_compute, rel_copy;
   };
-  std::map<int64_t, Range> ranges_;
+  // The placed arena's three ordered containers change at almost every
+  // step of the walk; their nodes come from a pool of this pass (one
+  // thread's), not from malloc (about a tenth of a recurrent net's walk).
+  std::pmr::unsynchronized_pool_resource node_pool_;
+  std::pmr::map<int64_t, Range> ranges_{&node_pool_};
   // The maximal runs of free ranges, by start (-> end) and by (size, start).
   // Each run's key is the latest release position among its ranges (an
   // upper bound once part of a run is taken).
@@ -381,8 +386,9 @@ class SwapPlanner::Pass {
     int64_t end;
     int32_t key;
   };
-  std::map<int64_t, FreeRun> runs_;
-  std::set<std::tuple<int64_t, int64_t, int32_t>> runs_by_size_;  // (size, start, key)
+  std::pmr::map<int64_t, FreeRun> runs_{&node_pool_};
+  std::pmr::set<std::tuple<int64_t, int64_t, int32_t>> runs_by_size_{
+      &node_pool_};  // (size, start, key)
   void run_add(int64_t at, int64_t end, int32_t key);
   void run_remove(int64_t at, int64_t end);
   // The release steps of the memory the last acquisition took: its swap-in
