@@ -331,6 +331,12 @@ class SwapPlanner::Pass {
     }
   };
   std::vector<std::vector<VictimEntry>> heaps_;
+  // The pool and the packed arena: a class's heap is built when a victim of
+  // it is first needed (a class that never evicts keeps none), then kept.
+  // (Dropping it after many pushes, to build it again at the next victim,
+  // was slower: a push costs little, a build reads every resident's key.)
+  std::vector<uint8_t> heap_built_;
+  std::vector<VictimEntry>& victim_heap(ClassId c);
   bool use_heap() const { return placed() || opt_.eviction == EvictionPolicy::kBelady; }
   // Visits the current entries of a class's heap in order, the largest key
   // first, without changing it (a frontier of its indices), until f returns

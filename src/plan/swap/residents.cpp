@@ -42,8 +42,10 @@ void SwapPlanner::Pass::heap_touch(ItemId x) {
   if (!use_heap()) return;
   ++heap_ver_[x];
   if (listed_at_[x] < 0) return;
-  const auto& list = residents_[class_[x]];
-  auto& heap = heaps_[class_[x]];
+  const ClassId c = class_[x];
+  const auto& list = residents_[c];
+  auto& heap = heaps_[c];
+  if (!placed() && !heap_built_[c]) return;
   if (heap.size() > list.size() + list.size() / 2 + 64) {  // mostly stale: rebuild
     heap.clear();
     for (ItemId v : list)
@@ -68,6 +70,20 @@ void SwapPlanner::Pass::unlist_resident(ItemId x) {
   if (dtr()) unlist_droppable(x);
 }
 
+std::vector<SwapPlanner::Pass::VictimEntry>& SwapPlanner::Pass::victim_heap(ClassId c) {
+  auto& heap = heaps_[c];
+  if (!placed()) {
+    if (!heap_built_[c]) {
+      heap.clear();
+      for (ItemId v : residents_[c])
+        heap.push_back({victim_key(v), v, heap_ver_[v]});
+      std::make_heap(heap.begin(), heap.end());
+      heap_built_[c] = 1;
+    }
+  }
+  return heap;
+}
+
 // The resident to evict so that x (needed before position i) gets memory:
 // the one with the furthest next use (Belady; LRU: the oldest last use),
 // among those whose eviction leaves time for its copies when there are any
@@ -84,7 +100,7 @@ ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) {
     // less than walking on.
     constexpr int kWalked = 64;
     ItemId first = -1, found = -1;
-    const bool whole = walk_heap(heaps_[class_[x]], kWalked, [&](const VictimEntry& e) {
+    const bool whole = walk_heap(victim_heap(class_[x]), kWalked, [&](const VictimEntry& e) {
       if (excluded(e.item)) return false;
       if (first < 0) first = e.item;
       if (!eligible_victim(e.item, x, i, swap_in)) return false;

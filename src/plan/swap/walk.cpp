@@ -291,6 +291,7 @@ void SwapPlanner::Pass::reset_pass() {
   heaps_.resize(nc_);
   for (auto& heap : heaps_)
     heap.clear();
+  heap_built_.assign(nc_, 0);
   residents_.resize(nc_);
   for (auto& list : residents_)
     list.clear();
