@@ -337,6 +337,7 @@ class SwapPlanner::Pass {
   // was slower: a push costs little, a build reads every resident's key.)
   std::vector<uint8_t> heap_built_;
   std::vector<VictimEntry>& victim_heap(ClassId c);
+  void build_heap(ClassId c);
   bool use_heap() const { return placed() || opt_.eviction == EvictionPolicy::kBelady; }
   // Visits the current entries of a class's heap in order, the largest key
   // first, without changing it (a frontier of its indices), until f returns

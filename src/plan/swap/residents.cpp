@@ -25,15 +25,33 @@ void SwapPlanner::Pass::list_resident(ItemId x) {
   }
 }
 
-void SwapPlanner::Pass::unlist_droppable(ItemId x) {
-  const int32_t at = droppable_at_[x];
+namespace {
+
+// Takes x out of list, where index_of[x] says it is (-1: not there); the
+// last item takes its place.
+void swap_remove(std::vector<ItemId>& list, std::vector<int32_t>& index_of, ItemId x) {
+  const int32_t at = index_of[x];
   if (at < 0) return;
-  auto& d = droppable_[class_[x]];
-  const ItemId moved = d.back();
-  d[at] = moved;
-  droppable_at_[moved] = at;
-  d.pop_back();
-  droppable_at_[x] = -1;
+  const ItemId moved = list.back();
+  list[at] = moved;
+  index_of[moved] = at;
+  list.pop_back();
+  index_of[x] = -1;
+}
+
+}  // namespace
+
+void SwapPlanner::Pass::unlist_droppable(ItemId x) {
+  swap_remove(droppable_[class_[x]], droppable_at_, x);
+}
+
+// Class c's heap from its residents' current keys.
+void SwapPlanner::Pass::build_heap(ClassId c) {
+  auto& heap = heaps_[c];
+  heap.clear();
+  for (ItemId v : residents_[c])
+    heap.push_back({victim_key(v), v, heap_ver_[v]});
+  std::make_heap(heap.begin(), heap.end());
 }
 
 // Where use_heap(): x's victim key may have changed; older entries of x in
@@ -47,10 +65,7 @@ void SwapPlanner::Pass::heap_touch(ItemId x) {
   auto& heap = heaps_[c];
   if (!placed() && !heap_built_[c]) return;
   if (heap.size() > list.size() + list.size() / 2 + 64) {  // mostly stale: rebuild
-    heap.clear();
-    for (ItemId v : list)
-      heap.push_back({victim_key(v), v, heap_ver_[v]});
-    std::make_heap(heap.begin(), heap.end());
+    build_heap(c);
     return;
   }
   heap.push_back({victim_key(x), x, heap_ver_[x]});
@@ -58,15 +73,9 @@ void SwapPlanner::Pass::heap_touch(ItemId x) {
 }
 
 void SwapPlanner::Pass::unlist_resident(ItemId x) {
-  const int32_t at = listed_at_[x];
-  if (at < 0) return;
+  if (listed_at_[x] < 0) return;
   if (use_heap()) ++heap_ver_[x];
-  auto& list = residents_[class_[x]];
-  const ItemId moved = list.back();
-  list[at] = moved;
-  listed_at_[moved] = at;
-  list.pop_back();
-  listed_at_[x] = -1;
+  swap_remove(residents_[class_[x]], listed_at_, x);
   if (dtr()) unlist_droppable(x);
 }
 
@@ -74,10 +83,7 @@ std::vector<SwapPlanner::Pass::VictimEntry>& SwapPlanner::Pass::victim_heap(Clas
   auto& heap = heaps_[c];
   if (!placed()) {
     if (!heap_built_[c]) {
-      heap.clear();
-      for (ItemId v : residents_[c])
-        heap.push_back({victim_key(v), v, heap_ver_[v]});
-      std::make_heap(heap.begin(), heap.end());
+      build_heap(c);
       heap_built_[c] = 1;
     }
   }
