@@ -9,6 +9,7 @@
 #include "plan/stalls.h"
 #include "report/trace.h"
 #include "runtime/mpi/ranks.h"
+#include "search/ga.h"
 #include "util/error.h"
 #include "util/json.h"
 #include "util/terminal.h"
@@ -24,7 +25,8 @@ struct PlanArgs {
   std::string method = "swapadvisor";
 };
 
-// Note [Islands]: under mpirun every process searches one island; they
+// Note [Shared evaluations], Note [Islands]: under mpirun the processes
+// share one search's evaluations, or search one island each; they
 // first check at a checkpoint that they plan the same problem the same way
 // (Note [Rank failures]), and only rank 0 writes and prints.
 void run_plan(const PlanArgs& args) {
@@ -38,9 +40,10 @@ void run_plan(const PlanArgs& args) {
   MethodOptions options = method_options(planning);
   if (rank.size > 1) {
     if (args.method != "swapadvisor")
-      throw sa::Error(
-          fmt::format("under mpirun only the search (--method swapadvisor) runs as islands, not {}",
-                      args.method));
+      throw sa::Error(fmt::format(
+          "under mpirun only the search (--method swapadvisor) runs on several processes, not {}",
+          args.method));
+    check_islands(rank.size, options.search.islands);  // before the checkpoint: one message
     runtime::RunFingerprint fp;
     fp.graph = graph_fingerprint(in.graph);
     fp.graph_text = fmt::format("'{}' ({} ops)", in.graph.name, in.graph.num_ops());

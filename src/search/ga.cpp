@@ -54,16 +54,36 @@ SearchResult Search::run() {
 }
 
 void Search::begin() {
-  if (bases_.empty()) make_bases();
+  if (bases_.empty()) {
+    if (!share_ || share_->rank == 0) make_bases();
+    if (share_) share_bases();  // Note [Shared evaluations]
+  }
   // Generation 0.
   const int n = std::max(4, opt_.population);
   pop_.assign(n, Candidate{});
   const int count = batch_size(n);
-  const auto ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
+  auto make = [&](Worker& w, int k) {
     Rng rng = Rng::derive(opt_.seed, 0, static_cast<uint64_t>(k));
     make_initial(w, k, rng, pop_[k]);
+  };
+  auto eval = [&](Worker& w, int k) {
     if (!(pop_[k].time_us < kInf)) pop_[k].time_us = w.evaluate(pop_[k]);
-  });
+  };
+  std::vector<uint8_t> ran;
+  if (share_) {
+    // Every process makes every candidate, whatever the time budget (its
+    // genes are needed wherever it was planned), and plans its own.
+    parallel_for(workers_, count, nullptr, make);
+    ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
+      if (owns(k)) eval(w, k);
+    });
+    share_times(pop_, ran);
+  } else {
+    ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
+      make(w, k);
+      eval(w, k);
+    });
+  }
   // A seed that did not run in generation 0 keeps the time it was planned
   // with (Note [Search time]); the program order's was always planned.
   for (int k = 0; k < n; ++k)
@@ -82,7 +102,7 @@ void Search::begin() {
 }
 
 bool Search::step() {
-  if (out_of_budget()) return false;
+  if (out_of_budget_anywhere()) return false;
   const int gen = ++gen_;
   Rng rng = Rng::derive(opt_.seed, static_cast<uint64_t>(gen), ~uint64_t{0});
   select_pairs(rng);
@@ -93,10 +113,22 @@ bool Search::step() {
   // [Stall-guided moves]); where there are fewer, crossover makes the rest.
   const int first_local = want - static_cast<int>(opt_.local_share * want);
   const int local = make_local_moves(*workers_[0], want - first_local, &kids_[first_local]);
-  const auto ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
+  auto make = [&](Worker& w, int k) {
     if (k < first_local || k >= first_local + local) make_child(w, gen, k, kids_[k]);
-    kids_[k].time_us = w.evaluate(kids_[k]);
-  });
+  };
+  std::vector<uint8_t> ran;
+  if (share_) {  // Note [Shared evaluations], as in begin()
+    parallel_for(workers_, count, nullptr, make);
+    ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
+      if (owns(k)) kids_[k].time_us = w.evaluate(kids_[k]);
+    });
+    share_times(kids_, ran);
+  } else {
+    ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
+      make(w, k);
+      kids_[k].time_us = w.evaluate(kids_[k]);
+    });
+  }
   kids_.resize(count);
   for (int k = 0; k < count; ++k)
     if (ran[k])
@@ -113,7 +145,10 @@ bool Search::step() {
 SearchResult Search::finish() {
   report(gen_, true);
   SearchResult result = summary();
-  take_best(result);
+  if (share_)
+    take_shared_best(result);
+  else
+    take_best(result);
   if (!history_.empty()) history_.back() = std::min(history_.back(), result.sim.iteration_us);
   result.seconds_to_95 = seconds_to_95(history_, history_s_, result.sim.iteration_us);
   result.history = std::move(history_);
@@ -188,12 +223,20 @@ void Search::take_best(SearchResult& result) {
 
 }  // namespace ga
 
+void check_islands(int processes, int islands) {
+  if (processes > 1 && islands != 1 && islands != processes)
+    throw Error(fmt::format(
+        "{} processes search one population (--islands 1, sharing its evaluations) or {} "
+        "islands, one each; not --islands {}",
+        processes, processes, islands));
+}
+
 SearchResult search(const Problem& pb, const SearchOptions& options) {
   if (!(options.time_budget_s > 0) && options.max_evaluations <= 0)
     throw Error("the search needs a time budget or an evaluation budget");
   if (options.islands < 1 || options.islands > 1024)
     throw Error(fmt::format("islands must be 1 to 1024, not {}", options.islands));
-  const int islands = std::max(options.islands, options.comm.size);
+  const int islands = options.islands;
   if (options.max_evaluations > 0 && options.max_evaluations < islands)
     throw Error(fmt::format("{} islands need at least as many evaluations, not {}", islands,
                             options.max_evaluations));
@@ -225,13 +268,13 @@ SearchResult search(const Problem& pb, const SearchOptions& options) {
     }
   }
   if (options.comm.size > 1) {
-    if (options.islands != 1 && options.islands != options.comm.size)
-      throw Error(fmt::format("{} processes search as {} islands, one each; --islands {} differs",
-                              options.comm.size, options.comm.size, options.islands));
-    return ga::run_island_ranks(ctx);
+    check_islands(options.comm.size, options.islands);
+    if (options.islands > 1) return ga::run_island_ranks(ctx);
+  } else if (options.islands > 1) {
+    return ga::run_islands(ctx);
   }
-  if (options.islands > 1) return ga::run_islands(ctx);
   ga::Search s(ctx);
+  if (options.comm.size > 1) s.share_evaluations(options.comm);
   return s.run();
 }
 

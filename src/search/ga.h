@@ -213,7 +213,10 @@ struct SearchOptions {
   // the generations between migrations of each island's best.
   int islands = 1;
   int migrate_every = 4;
-  IslandComm comm;  // several processes: island comm.rank of comm.size (islands must be 1 or size)
+  // Several processes (comm.size > 1): with islands 1, one population whose
+  // evaluations they share (Note [Shared evaluations]); with islands =
+  // comm.size, island comm.rank (Note [Islands]).
+  IslandComm comm;
   // Plans the search returns instead of its own where one is faster (the
   // baselines' in compare: Note [Search time]).
   std::vector<SeedPlan> plans;
@@ -243,5 +246,10 @@ struct SearchResult {
 // Throws sa::Error when even the smallest allocation does not fit the
 // budget. REQUIRES: a time budget or an evaluation budget.
 SearchResult search(const Problem& problem, const SearchOptions& options);
+
+// Throws sa::Error unless `processes` processes may search as `islands`
+// islands: one population sharing its evaluations (islands 1: Note [Shared
+// evaluations]) or one island each (Note [Islands]).
+void check_islands(int processes, int islands);
 
 }  // namespace sa

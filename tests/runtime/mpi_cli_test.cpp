@@ -112,29 +112,62 @@ TEST(MpiCli, RanksThatAgreeRun) {
   EXPECT_EQ(count(o.out, "rank        1 of 2"), 1) << o.out;
 }
 
-// Note [Islands]: two processes search as two islands and write the plan
-// that `--islands 2` writes in one process (rank 0 writes it; rank 1 prints
-// nothing). The lstm of tests/data/graphs at 40%: 400 evaluations, 200 an
-// island, so each runs generations past generation 0 and migrates.
+// The plan file a command wrote.
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// Note [Islands]: with --islands 2, two processes search as two islands and
+// write the plan that `--islands 2` writes in one process (rank 0 writes it;
+// rank 1 prints nothing). The lstm of tests/data/graphs at 40%: 400
+// evaluations, 200 an island, so each runs generations past generation 0
+// and migrates.
 TEST(MpiCli, IslandsAsProcessesPlanAsIslandsInOne) {
   TempDir dir;
   const std::string graph = data_path("graphs/lstm-h1024-l2-b32-s50.json.gz");
   const std::string common = "plan " + graph +
                              " --memory-fraction 0.4 --evaluations 400 --threads 1 --seed 3 "
-                             "--no-recompute --json -o ";
+                             "--no-recompute --islands 2 --json -o ";
   const std::string a = dir / "mpi.json", b = dir / "one.json";
   const Outcome o = mpirun(common + a + " --quiet", common + a + " --quiet");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_EQ(count(o.out, "\"method\": \"swapadvisor\""), 1) << "rank 0 prints, alone\n" << o.out;
-  const testing::CliResult one = testing::run_cli(common + b + " --islands 2 --quiet");
+  const testing::CliResult one = testing::run_cli(common + b + " --quiet");
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  auto read = [](const std::string& path) {
-    std::ifstream f(path);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  };
-  EXPECT_FALSE(read(a).empty());
-  EXPECT_EQ(read(a), read(b)) << "mpirun -np 2 and --islands 2 wrote different plans";
+  EXPECT_FALSE(read_file(a).empty());
+  EXPECT_EQ(read_file(a), read_file(b)) << "mpirun -np 2 and --islands 2 wrote different plans";
   EXPECT_NE(o.out.find("\"evaluations\": 400"), std::string::npos) << o.out;
+}
+
+// Note [Shared evaluations]: without --islands, two processes share one
+// population's evaluations and write the plan one process writes.
+TEST(MpiCli, SharedEvaluationsPlanAsOneProcess) {
+  TempDir dir;
+  const std::string graph = data_path("graphs/lstm-h1024-l2-b32-s50.json.gz");
+  const std::string common = "plan " + graph +
+                             " --memory-fraction 0.4 --evaluations 300 --threads 1 --seed 3 "
+                             "--json --quiet -o ";
+  const std::string a = dir / "mpi.json", b = dir / "one.json";
+  const Outcome o = mpirun(common + a, common + a);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(count(o.out, "\"method\": \"swapadvisor\""), 1) << "rank 0 prints, alone\n" << o.out;
+  const testing::CliResult one = testing::run_cli(common + b);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_FALSE(read_file(a).empty());
+  EXPECT_EQ(read_file(a), read_file(b)) << "mpirun -np 2 and one process wrote different plans";
+  EXPECT_NE(o.out.find("\"evaluations\": 300"), std::string::npos) << o.out;
+}
+
+// Islands must be one per process, or one population shared.
+TEST(MpiCli, IslandsThatAreNotOnePerProcess) {
+  const std::string graph = data_path("graphs/lstm-h1024-l2-b32-s50.json.gz");
+  const std::string plan =
+      "plan " + graph + " --memory-fraction 0.4 --evaluations 40 --threads 1 --quiet --islands 3";
+  const Outcome o = mpirun(plan, plan);
+  expect_failed_with(o,
+                     "2 processes search one population (--islands 1, sharing its "
+                     "evaluations) or 2 islands, one each; not --islands 3");
 }
 
 // Processes that would search differently stop at the checkpoint, at once.

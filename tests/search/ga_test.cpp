@@ -1,8 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <numeric>
+#include <thread>
 
 #include "cost/op_cost.h"
 #include "graph/dataflow.h"
@@ -109,6 +113,97 @@ TEST_P(GeneticSearchWith, TheEvaluationCacheChangesNoPlan) {
     EXPECT_GT(cached.repeats, 0) << "graph " << graph_seed;  // elite copies repeat their parent
     EXPECT_EQ(planned.repeats, 0);
   }
+}
+
+// An all-gather among the threads of one process, standing for the MPI
+// processes of Note [Shared evaluations]: round by round, each caller gets
+// every rank's text once all have given theirs.
+class ThreadComm {
+ public:
+  explicit ThreadComm(int n) : n_(n), texts_(n) {}
+  IslandComm at(int rank) {
+    return {rank, n_, [this, rank](const std::string& t) { return gather(rank, t); }};
+  }
+
+ private:
+  std::vector<std::string> gather(int rank, const std::string& text) {
+    std::unique_lock<std::mutex> lock(mu_);
+    const int64_t round = round_;
+    texts_[rank] = text;
+    if (++arrived_ == n_) {
+      result_ = texts_;
+      arrived_ = 0;
+      ++round_;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return round_ != round; });
+    }
+    return result_;
+  }
+
+  const int n_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> texts_, result_;
+  int arrived_ = 0;
+  int64_t round_ = 0;
+};
+
+// The search of options o on n "processes" (threads sharing one ThreadComm).
+std::vector<SearchResult> run_shared(const Case& p, const SearchOptions& o, int n) {
+  ThreadComm comm(n);
+  std::vector<SearchResult> r(n);
+  std::vector<std::exception_ptr> error(n);
+  std::vector<std::thread> ranks;
+  for (int k = 0; k < n; ++k)
+    ranks.emplace_back([&, k] {
+      SearchOptions mine = o;
+      mine.comm = comm.at(k);
+      try {
+        r[k] = p.run(mine);
+      } catch (...) {
+        error[k] = std::current_exception();
+      }
+    });
+  for (auto& t : ranks)
+    t.join();
+  for (auto& e : error)
+    if (e) std::rethrow_exception(e);
+  return r;
+}
+
+// Note [Shared evaluations]: processes that share one population's
+// evaluations plan exactly what one process plans, every one of them.
+TEST_P(GeneticSearchWith, SharedEvaluationsPlanAsOneProcess) {
+  for (uint64_t graph_seed : {7, 11}) {
+    SCOPED_TRACE(::testing::Message() << "graph " << graph_seed);
+    const Case p(testing::random_training_graph(graph_seed, 30), 0.4);
+    const SearchOptions o = evals(301, 1, 1, GetParam());
+    const SearchResult one = p.run(o);
+    for (int n : {2, 3}) {
+      SCOPED_TRACE(::testing::Message() << n << " processes");
+      for (const SearchResult& r : run_shared(p, o, n)) {
+        expect_same_plan(one, r);
+        EXPECT_EQ(r.evaluations, 301);
+        EXPECT_EQ(r.best_seed_us, one.best_seed_us);
+      }
+    }
+  }
+}
+
+// Under a time budget the processes stop together (none waits for an
+// exchange the others left) and return one plan, no slower than the seeds.
+TEST_P(GeneticSearchWith, SharedEvaluationsStopTogetherAtTheTimeBudget) {
+  const Case p(testing::random_training_graph(13, 30), 0.4);
+  SearchOptions o = evals(0, 1, 1, GetParam());
+  o.time_budget_s = 0.3;
+  const std::vector<SearchResult> r = run_shared(p, o, 3);
+  for (const SearchResult& x : r) {
+    expect_same_plan(r[0], x);
+    EXPECT_EQ(x.evaluations, r[0].evaluations);
+    EXPECT_LE(x.sim.iteration_us, x.best_seed_us);
+  }
+  EXPECT_GT(r[0].evaluations, 0);
 }
 
 // Note [Islands]: the plan depends on the seed, the islands and the

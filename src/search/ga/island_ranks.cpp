@@ -1,5 +1,5 @@
-// Note [Islands], across processes: under `mpirun -np N swapadvisor plan`,
-// process r runs island r of N (islands.cpp runs them all in one process)
+// Note [Islands], across processes: under `mpirun -np N swapadvisor plan
+// --islands N`, process r runs island r of N (islands.cpp runs them all in one process)
 // and the islands meet through SearchOptions::comm: each generation every
 // island says whether it stepped, its best and its evaluations (one gather:
 // the islands stop together, so none waits in a gather the others left);
@@ -11,88 +11,12 @@
 // and sends the plan file's text; every process returns that plan, so any
 // of them may write it. The same seed, N and evaluations give the plan
 // that `--islands N` gives in one process.
-#include <cstring>
-
 #include "plan/plan_io.h"
+#include "search/ga/candidate_bytes.h"
 #include "search/ga/search.h"
 
 namespace sa::ga {
 namespace {
-
-// A candidate's genes and time as bytes (between processes of one build).
-class ByteWriter {
- public:
-  template <typename T>
-  void put(const T& v) {
-    const auto* p = reinterpret_cast<const char*>(&v);
-    out_.append(p, sizeof(T));
-  }
-  template <typename T>
-  void put_all(const std::vector<T>& v) {
-    put(static_cast<int64_t>(v.size()));
-    out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-  }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-class ByteReader {
- public:
-  explicit ByteReader(const std::string& in) : in_(in) {}
-  template <typename T>
-  T get() {
-    T v;
-    SA_CHECK(at_ + sizeof(T) <= in_.size(), "a migrant candidate ends early");
-    std::memcpy(&v, in_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return v;
-  }
-  template <typename T>
-  std::vector<T> get_all() {
-    const auto n = get<int64_t>();
-    SA_CHECK(n >= 0 && at_ + static_cast<size_t>(n) * sizeof(T) <= in_.size(),
-             "a migrant candidate ends early");
-    std::vector<T> v(static_cast<size_t>(n));
-    if (n > 0) std::memcpy(v.data(), in_.data() + at_, static_cast<size_t>(n) * sizeof(T));
-    at_ += static_cast<size_t>(n) * sizeof(T);
-    return v;
-  }
-
- private:
-  const std::string& in_;
-  size_t at_ = 0;
-};
-
-std::string pack(const Candidate& c) {
-  ByteWriter p;
-  p.put_all(c.order);
-  p.put_all(c.alloc.cls);
-  p.put_all(c.alloc.cnt);
-  p.put(c.layout);
-  p.put_all(c.recompute);
-  p.put(c.recomputes);
-  p.put(c.dtr);
-  p.put(c.dead_depth);
-  p.put(c.time_us);
-  return p.take();
-}
-
-Candidate unpack(const std::string& text) {
-  ByteReader u(text);
-  Candidate c;
-  c.order = u.get_all<OpId>();
-  c.alloc.cls = u.get_all<ClassId>();
-  c.alloc.cnt = u.get_all<int32_t>();
-  c.layout = u.get<MemoryLayout>();
-  c.recompute = u.get_all<uint8_t>();
-  c.recomputes = u.get<bool>();
-  c.dtr = u.get<bool>();
-  c.dead_depth = u.get<int>();
-  c.time_us = u.get<double>();
-  return c;
-}
 
 struct IslandState {
   bool stepped = false;

@@ -5,6 +5,7 @@
 //   evolve.cpp  new candidates: initial ones, children, mutations, selection;
 //   local.cpp   stall-guided moves of the best candidate;
 //   islands.cpp several populations side by side, migrating their best;
+//   shared.cpp  one population whose evaluations several processes share;
 // search/ga.cpp runs the generations and keeps the best (Note [Search time]).
 // Only these files include this header.
 //
@@ -294,6 +295,10 @@ class Search {
   int64_t repeats() const { return cache_.hits(); }
   // Migration: c replaces this island's slowest candidate.
   void take_migrant(const Candidate& c);
+  // Note [Shared evaluations] (shared.cpp): this process evaluates its
+  // share of every generation (comm.rank of comm.size); the processes
+  // exchange the times and keep one population. Before begin().
+  void share_evaluations(const IslandComm& comm) { share_ = &comm; }
 
  private:
   struct Pair {
@@ -315,6 +320,13 @@ class Search {
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   // An iteration time as % of ideal (0 for a candidate that does not plan).
   double pct_of_ideal(double t_us) const { return t_us < kInf ? 100 * ideal_ / t_us : 0.0; }
+
+  // Note [Shared evaluations] (shared.cpp).
+  bool owns(int k) const { return !share_ || k % share_->size == share_->rank; }
+  void share_bases();
+  void share_times(std::vector<Candidate>& cands, std::vector<uint8_t>& ran);
+  bool out_of_budget_anywhere();
+  void take_shared_best(SearchResult& result);
 
   void make_bases();
   void plan_seeds();
@@ -369,6 +381,7 @@ class Search {
   size_t move_cursor_ = 0;          // the next move to make
   std::vector<int32_t> succ_mark_;  // delay_op: the op's successors, by stamp
   int32_t succ_stamp_ = 0;
+  const IslandComm* share_ = nullptr;  // Note [Shared evaluations]; null: this process alone
 };
 
 bool same_genes(const Candidate& a, const Candidate& b);
