@@ -48,6 +48,20 @@ TEST(PlacementSlots, ScratchIsCountedWithItsPeak) {
   EXPECT_EQ(s.scratch_peak_bytes(), 150);
 }
 
+// A thread that neither runs the op nor works for its kernel (the
+// Trainer's own, computing the next step's values while the step runs)
+// never takes an output's object: before, it could, and wrote its own
+// values there.
+TEST(PlacementSlots, AnotherThreadNeverTakesAnOutputsObject) {
+  PlacementSlots s;
+  int a = 0;
+  s.arm({{&a, 4}});
+  void* other = &a;
+  std::thread([&] { other = s.take(4); }).join();
+  EXPECT_EQ(other, nullptr);  // it allocates scratch instead
+  EXPECT_EQ(s.take(4), &a);   // the op's own allocation still gets the object
+}
+
 // Kernels allocate from their worker threads (TSan runs this).
 TEST(PlacementSlots, ThreadsTakeEachObjectOnce) {
   PlacementSlots s;
@@ -61,7 +75,7 @@ TEST(PlacementSlots, ThreadsTakeEachObjectOnce) {
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
       for (int i = 0; i < 16; ++i)
-        got[t].push_back(s.take(8));
+        got[t].push_back(s.take(8, /*kernel_worker=*/true));
     });
   for (auto& t : threads)
     t.join();

@@ -85,7 +85,7 @@ class PlacingAllocator final : public c10::Allocator {
   PlacementSlots& slots() { return slots_; }
 
   c10::DataPtr allocate(size_t n) SA_ALLOCATE_CONST override {
-    void* p = slots_.take(static_cast<int64_t>(n));
+    void* p = slots_.take(static_cast<int64_t>(n), at::in_parallel_region());
     if (!p) {
       p = c10::alloc_cpu(std::max<size_t>(n, 1));
       slots_.note_scratch(p, static_cast<int64_t>(n));

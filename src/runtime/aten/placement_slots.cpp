@@ -7,6 +7,7 @@ namespace sa::runtime {
 void PlacementSlots::arm(std::vector<Slot> slots) {
   std::lock_guard lock(mutex_);
   slots_ = std::move(slots);
+  armed_by_ = std::this_thread::get_id();
 }
 
 void PlacementSlots::disarm() {
@@ -14,8 +15,9 @@ void PlacementSlots::disarm() {
   slots_.clear();
 }
 
-void* PlacementSlots::take(int64_t bytes) {
+void* PlacementSlots::take(int64_t bytes, bool kernel_worker) {
   std::lock_guard lock(mutex_);
+  if (!kernel_worker && std::this_thread::get_id() != armed_by_) return nullptr;
   for (Slot& s : slots_) {
     if (!s.taken && s.bytes == bytes) {
       s.taken = true;

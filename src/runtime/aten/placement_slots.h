@@ -13,9 +13,19 @@
 //   slots.note_scratch(q = malloc(64), 64);
 //   slots.release(q);                     // true: q was scratch, free it
 //   slots.disarm();                       // after the op
+//
+// Only the op's own allocations may take its slots: those of the thread
+// that armed them (the one running the op) and of the kernel's worker
+// threads (the caller says so: at::in_parallel_region() in the ATen
+// plugin). Torch's allocator is one for the whole process, and another
+// thread allocating a tensor of an output's size meanwhile (the Trainer's
+// step values, computed while the step runs; a loader thread's batch) took
+// the output's object and wrote its own values there: a loss or a clipping
+// norm that came out wrong once in a few hundred runs (CI, 7 December 2026).
 
 #include <cstdint>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -32,8 +42,10 @@ class PlacementSlots {
   void arm(std::vector<Slot> slots);
   void disarm();
 
-  // The first untaken slot of exactly `bytes`, now taken; nullptr when none.
-  void* take(int64_t bytes);
+  // The first untaken slot of exactly `bytes`, now taken; nullptr when none,
+  // and for a thread that neither armed the slots nor works for the kernel
+  // (kernel_worker: the caller knows it runs in the op's parallel region).
+  void* take(int64_t bytes, bool kernel_worker = false);
   // A scratch allocation was made at p.
   void note_scratch(void* p, int64_t bytes);
   // p is given back: true when it was scratch (the caller frees it; it is
@@ -48,6 +60,7 @@ class PlacementSlots {
  private:
   mutable std::mutex mutex_;  // kernels may allocate from their worker threads
   std::vector<Slot> slots_;
+  std::thread::id armed_by_;  // the thread running the op
   std::unordered_map<void*, int64_t> scratch_;
   int64_t live_ = 0;
   int64_t peak_ = 0;
