@@ -21,9 +21,12 @@
 // An op that returns fresh tensors allocates them itself; on CPU the kernel
 // backend installs a placing allocator (c10::SetAllocator) that, while op o
 // runs, answers an allocation of exactly an output's storage size with that
-// output's object, once per output. After the call each result is checked:
-// if its storage is the object and its geometry is the captured one, it was
-// written in place (counted as "placed"); otherwise - a kernel allocated a
+// output's object, once per output, made by the thread running o or by its
+// kernel's workers only (libtorch's allocator serves the whole process:
+// runtime/aten/placement_slots.h says what another thread's allocation
+// did). After the call each result is checked: if its storage is the
+// object and its geometry is the captured one, it was written in place
+// (counted as "placed"); otherwise - a kernel allocated a
 // temporary of the same size first, or the device has no placing allocator
 // (CUDA) - it is copied into its object and counted as "copied" with its
 // bytes and time (AtenStats). Other allocations the kernels make (scratch,
