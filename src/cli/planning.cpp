@@ -74,7 +74,9 @@ void add_planning_options(CLI::App* app, PlanningArgs* args) {
   app->add_option("--islands", a.islands,
                   "search N populations side by side, each migrating its best to the next "
                   "every few generations (Note [Islands]); the plan depends on the seed, N and "
-                  "--evaluations, not on --threads")
+                  "--evaluations, not on --threads. Under mpirun -np P: 1 (the default) shares "
+                  "one population's evaluations among the P processes (Note [Shared "
+                  "evaluations]), P searches one island a process")
       ->check(integer_in(1, 1024))
       ->capture_default_str();
   app->add_option("--data-parallel", a.data_parallel,
