@@ -66,24 +66,9 @@ void Search::begin() {
     Rng rng = Rng::derive(opt_.seed, 0, static_cast<uint64_t>(k));
     make_initial(w, k, rng, pop_[k]);
   };
-  auto eval = [&](Worker& w, int k) {
+  const std::vector<uint8_t> ran = make_and_plan(pop_, count, make, [&](Worker& w, int k) {
     if (!(pop_[k].time_us < kInf)) pop_[k].time_us = w.evaluate(pop_[k]);
-  };
-  std::vector<uint8_t> ran;
-  if (share_) {
-    // Every process makes every candidate, whatever the time budget (its
-    // genes are needed wherever it was planned), and plans its own.
-    parallel_for(workers_, count, nullptr, make);
-    ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
-      if (owns(k)) eval(w, k);
-    });
-    share_times(pop_, ran);
-  } else {
-    ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
-      make(w, k);
-      eval(w, k);
-    });
-  }
+  });
   // A seed that did not run in generation 0 keeps the time it was planned
   // with (Note [Search time]); the program order's was always planned.
   for (int k = 0; k < n; ++k)
@@ -116,19 +101,8 @@ bool Search::step() {
   auto make = [&](Worker& w, int k) {
     if (k < first_local || k >= first_local + local) make_child(w, gen, k, kids_[k]);
   };
-  std::vector<uint8_t> ran;
-  if (share_) {  // Note [Shared evaluations], as in begin()
-    parallel_for(workers_, count, nullptr, make);
-    ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
-      if (owns(k)) kids_[k].time_us = w.evaluate(kids_[k]);
-    });
-    share_times(kids_, ran);
-  } else {
-    ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
-      make(w, k);
-      kids_[k].time_us = w.evaluate(kids_[k]);
-    });
-  }
+  const std::vector<uint8_t> ran = make_and_plan(
+      kids_, count, make, [&](Worker& w, int k) { kids_[k].time_us = w.evaluate(kids_[k]); });
   kids_.resize(count);
   for (int k = 0; k < count; ++k)
     if (ran[k])

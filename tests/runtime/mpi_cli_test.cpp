@@ -118,45 +118,43 @@ std::string read_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
+// `plan` (ending in "-o ") under mpirun -np 2 and in one process: rank 0
+// alone prints, it counts `evaluations`, and both write the same plan file.
+void expect_two_processes_plan_as_one(const std::string& plan, int evaluations,
+                                      const std::string& differ) {
+  TempDir dir;
+  const std::string a = dir / "mpi.json", b = dir / "one.json";
+  const Outcome o = mpirun(plan + a, plan + a);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(count(o.out, "\"method\": \"swapadvisor\""), 1) << "rank 0 prints, alone\n" << o.out;
+  const testing::CliResult one = testing::run_cli(plan + b);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_FALSE(read_file(a).empty());
+  EXPECT_EQ(read_file(a), read_file(b)) << differ;
+  EXPECT_NE(o.out.find("\"evaluations\": " + std::to_string(evaluations)), std::string::npos)
+      << o.out;
+}
+
 // Note [Islands]: with --islands 2, two processes search as two islands and
 // write the plan that `--islands 2` writes in one process (rank 0 writes it;
 // rank 1 prints nothing). The lstm of tests/data/graphs at 40%: 400
 // evaluations, 200 an island, so each runs generations past generation 0
 // and migrates.
 TEST(MpiCli, IslandsAsProcessesPlanAsIslandsInOne) {
-  TempDir dir;
-  const std::string graph = data_path("graphs/lstm-h1024-l2-b32-s50.json.gz");
-  const std::string common = "plan " + graph +
-                             " --memory-fraction 0.4 --evaluations 400 --threads 1 --seed 3 "
-                             "--no-recompute --islands 2 --json -o ";
-  const std::string a = dir / "mpi.json", b = dir / "one.json";
-  const Outcome o = mpirun(common + a + " --quiet", common + a + " --quiet");
-  ASSERT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_EQ(count(o.out, "\"method\": \"swapadvisor\""), 1) << "rank 0 prints, alone\n" << o.out;
-  const testing::CliResult one = testing::run_cli(common + b + " --quiet");
-  ASSERT_EQ(one.exit_code, 0) << one.err;
-  EXPECT_FALSE(read_file(a).empty());
-  EXPECT_EQ(read_file(a), read_file(b)) << "mpirun -np 2 and --islands 2 wrote different plans";
-  EXPECT_NE(o.out.find("\"evaluations\": 400"), std::string::npos) << o.out;
+  expect_two_processes_plan_as_one(
+      "plan " + data_path("graphs/lstm-h1024-l2-b32-s50.json.gz") +
+          " --memory-fraction 0.4 --evaluations 400 --threads 1 --seed 3 --no-recompute "
+          "--islands 2 --json --quiet -o ",
+      400, "mpirun -np 2 and --islands 2 wrote different plans");
 }
 
 // Note [Shared evaluations]: without --islands, two processes share one
 // population's evaluations and write the plan one process writes.
 TEST(MpiCli, SharedEvaluationsPlanAsOneProcess) {
-  TempDir dir;
-  const std::string graph = data_path("graphs/lstm-h1024-l2-b32-s50.json.gz");
-  const std::string common = "plan " + graph +
-                             " --memory-fraction 0.4 --evaluations 300 --threads 1 --seed 3 "
-                             "--json --quiet -o ";
-  const std::string a = dir / "mpi.json", b = dir / "one.json";
-  const Outcome o = mpirun(common + a, common + a);
-  ASSERT_EQ(o.exit_code, 0) << o.err;
-  EXPECT_EQ(count(o.out, "\"method\": \"swapadvisor\""), 1) << "rank 0 prints, alone\n" << o.out;
-  const testing::CliResult one = testing::run_cli(common + b);
-  ASSERT_EQ(one.exit_code, 0) << one.err;
-  EXPECT_FALSE(read_file(a).empty());
-  EXPECT_EQ(read_file(a), read_file(b)) << "mpirun -np 2 and one process wrote different plans";
-  EXPECT_NE(o.out.find("\"evaluations\": 300"), std::string::npos) << o.out;
+  expect_two_processes_plan_as_one(
+      "plan " + data_path("graphs/lstm-h1024-l2-b32-s50.json.gz") +
+          " --memory-fraction 0.4 --evaluations 300 --threads 1 --seed 3 --json --quiet -o ",
+      300, "mpirun -np 2 and one process wrote different plans");
 }
 
 // Islands must be one per process, or one population shared.

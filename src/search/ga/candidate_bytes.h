@@ -65,6 +65,14 @@ class ByteReader {
   size_t at_ = 0;
 };
 
+// comm.all_gather, checked: one text from every process, in rank order.
+inline std::vector<std::string> gather_all(const IslandComm& comm, std::string text) {
+  std::vector<std::string> all = comm.all_gather(text);
+  SA_CHECK(static_cast<int>(all.size()) == comm.size, "{} processes answered, not {}", all.size(),
+           comm.size);
+  return all;
+}
+
 inline std::string pack(const Candidate& c) {
   ByteWriter p;
   p.put_all(c.order);

@@ -321,6 +321,26 @@ class Search {
   // An iteration time as % of ideal (0 for a candidate that does not plan).
   double pct_of_ideal(double t_us) const { return t_us < kInf ? 100 * ideal_ / t_us : 0.0; }
 
+  // Candidates [0, count) of cands made by make(w, k) and planned by
+  // eval(w, k) until the deadline; returns which ran. Under Note [Shared
+  // evaluations] every process makes them all (their genes are needed
+  // wherever they were planned) and plans its own, then the times are
+  // exchanged.
+  template <typename Make, typename Eval>
+  std::vector<uint8_t> make_and_plan(std::vector<Candidate>& cands, int count, Make make,
+                                     Eval eval) {
+    if (!share_)
+      return parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
+        make(w, k);
+        eval(w, k);
+      });
+    parallel_for(workers_, count, nullptr, make);
+    std::vector<uint8_t> ran = parallel_for(workers_, count, deadline(), [&](Worker& w, int k) {
+      if (owns(k)) eval(w, k);
+    });
+    share_times(cands, ran);
+    return ran;
+  }
   // Note [Shared evaluations] (shared.cpp).
   bool owns(int k) const { return !share_ || k % share_->size == share_->rank; }
   void share_bases();

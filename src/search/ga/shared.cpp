@@ -43,9 +43,7 @@ void Search::share_bases() {
     out.put(seeds_seconds_);
     out.put(evaluations_);
   }
-  const std::vector<std::string> all = c.all_gather(out.take());
-  SA_CHECK(static_cast<int>(all.size()) == c.size, "{} processes answered, not {}", all.size(),
-           c.size);
+  const std::vector<std::string> all = gather_all(c, out.take());
   if (c.rank == 0) return;
   ByteReader in(all[0]);
   const auto n = in.get<int64_t>();
@@ -69,9 +67,7 @@ void Search::share_times(std::vector<Candidate>& cands, std::vector<uint8_t>& ra
     out.put(ran[k]);
     out.put(cands[k].time_us);
   }
-  const std::vector<std::string> all = c.all_gather(out.take());
-  SA_CHECK(static_cast<int>(all.size()) == c.size, "{} processes answered, not {}", all.size(),
-           c.size);
+  const std::vector<std::string> all = gather_all(c, out.take());
   for (int r = 0; r < c.size; ++r) {
     if (r == c.rank) continue;
     ByteReader in(all[r]);
@@ -88,7 +84,7 @@ void Search::share_times(std::vector<Candidate>& cands, std::vector<uint8_t>& ra
 bool Search::out_of_budget_anywhere() {
   const bool out = out_of_budget();
   if (!share_) return out;
-  const std::vector<std::string> all = share_->all_gather(std::string(1, out ? '1' : '0'));
+  const std::vector<std::string> all = gather_all(*share_, std::string(1, out ? '1' : '0'));
   return std::any_of(all.begin(), all.end(), [](const std::string& t) { return t == "1"; });
 }
 
@@ -100,9 +96,7 @@ void Search::take_shared_best(SearchResult& result) {
   ByteWriter out;
   out.put(mine);
   out.put(cache_.hits());
-  const std::vector<std::string> all = c.all_gather(out.take());
-  SA_CHECK(static_cast<int>(all.size()) == c.size, "{} processes answered, not {}", all.size(),
-           c.size);
+  const std::vector<std::string> all = gather_all(c, out.take());
   int b = 0;
   double best_us = kInf;
   int64_t hits = 0;
@@ -118,7 +112,7 @@ void Search::take_shared_best(SearchResult& result) {
     plan.put_text(result.from);
     plan.put_text(plan_to_json(ctx_.pb.graph, result.plan));
   }
-  const std::vector<std::string> plans = c.all_gather(plan.take());
+  const std::vector<std::string> plans = gather_all(c, plan.take());
   result.repeats = hits;
   if (c.rank == b) return;
   ByteReader in(plans[static_cast<size_t>(b)]);
