@@ -24,6 +24,7 @@
 #include "runtime/executor.h"
 #include "runtime/host/host_backend.h"
 #include "runtime/synthetic.h"
+#include "runtime/synthetic_op.h"
 #include "test_util.h"
 
 namespace sa::runtime {
