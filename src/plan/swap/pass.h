@@ -33,6 +33,7 @@
 #include "plan/packing.h"
 #include "plan/simulator.h"
 #include "plan/swap/free_memory.h"
+#include "plan/swap/victim_heap.h"
 #include "plan/swap_planner.h"
 #include "util/error.h"
 #include "util/range_map.h"
@@ -318,38 +319,21 @@ class SwapPlanner::Pass {
   std::vector<std::vector<ItemId>> droppable_;
   std::vector<int32_t> droppable_at_;
   void unlist_droppable(ItemId x);
-  // Per class, the listed residents by victim key, the largest on top (a
-  // lazy heap: an entry is current while its version is the item's). Kept
-  // where victims go by key alone: the placed arena (class 0), and Belady
-  // in the pool and the packed arena (use_heap()).
-  struct VictimEntry {
-    int64_t key;
-    ItemId item;
-    uint32_t version;
-    bool operator<(const VictimEntry& o) const {
-      return key != o.key ? key < o.key : item < o.item;
-    }
-  };
-  std::vector<std::vector<VictimEntry>> heaps_;
+  // Per class, the listed residents by victim key, the largest on top
+  // (Note [Victim heaps]). Kept where victims go by key alone: the placed
+  // arena (class 0), and Belady in the pool and the packed arena
+  // (use_heap()).
+  swap_plan::VictimHeaps heaps_;
   // The pool and the packed arena: a class's heap is built when a victim of
   // it is first needed (a class that never evicts keeps none), then kept.
-  // (Dropping it after many pushes, to build it again at the next victim,
-  // was slower: a push costs little, a build reads every resident's key.)
   std::vector<uint8_t> heap_built_;
-  std::vector<VictimEntry>& victim_heap(ClassId c);
   void build_heap(ClassId c);
   bool use_heap() const { return placed() || opt_.eviction == EvictionPolicy::kBelady; }
-  // Visits the current entries of a class's heap in order, the largest key
-  // first, without changing it (a frontier of its indices), until f returns
-  // true or max_visits were visited; the stale entries on top go for good.
-  // Returns whether the whole heap was visited.
-  template <class F>
-  bool walk_heap(std::vector<VictimEntry>& heap, int max_visits, F&& f);
-  // find_window()'s buffers: heap indices still to visit, the victims of the
-  // window being scored and of the best one so far.
-  std::vector<int32_t> frontier_;
+  // The heap to walk for a victim of class c (built now if it was not).
+  swap_plan::VictimHeaps& victim_heap(ClassId c);
+  // find_window()'s buffers: the victims of the window being scored and of
+  // the best one so far.
   std::vector<ItemId> window_victims_, best_victims_;
-  std::vector<uint32_t> heap_ver_;
   void heap_touch(ItemId x);
   std::vector<TempStep> steps_;
   std::vector<StepId> waits_, scratch_;
@@ -405,6 +389,20 @@ class SwapPlanner::Pass {
   std::vector<ObjectId> pre_obj_;      // per item: the tenancy preplace() opened for its creation
   std::vector<std::pair<int64_t, Range>> taken_pieces_;  // the ranges the last take_range() took
   void preplace(int i);
+  // preplace()'s buffers, kept across ops.
+  struct PreplaceBuffers {
+    std::vector<std::pair<ItemId, bool>> items, needed;  // (item, created by the op)
+    std::vector<std::pair<int64_t, int64_t>> walls;      // (offset, bytes)
+    std::vector<int64_t> room;
+    struct Reserved {  // a range reserved for an item, and what taking it took
+      ItemId x;
+      bool created;
+      ObjectId t;
+      std::vector<StepId> compute, copy;
+      std::vector<std::pair<int64_t, Range>> pieces;
+    };
+    std::vector<Reserved> reserved;  // the first few are this op's
+  } pre_;
   void split_range(int64_t at);
   ObjectId take_range(ItemId x, int64_t at);
   Window find_window(ItemId x, int i, bool swap_in);
@@ -417,35 +415,5 @@ class SwapPlanner::Pass {
   std::vector<ItemId> range_tenants(int64_t at, int64_t bytes, int i) const;
   bool eligible_victim(ItemId v, ItemId x, int i, bool swap_in) const;
 };
-
-template <class F>
-inline bool SwapPlanner::Pass::walk_heap(std::vector<VictimEntry>& heap, int max_visits, F&& f) {
-  auto stale = [&](const VictimEntry& e) {
-    return e.version != heap_ver_[e.item] || listed_at_[e.item] < 0;
-  };
-  while (!heap.empty() && stale(heap.front())) {
-    std::pop_heap(heap.begin(), heap.end());
-    heap.pop_back();
-  }
-  frontier_.clear();
-  if (!heap.empty()) frontier_.push_back(0);
-  const auto heap_size = static_cast<int32_t>(heap.size());
-  auto later_entry = [&](int32_t a, int32_t b) { return heap[a] < heap[b]; };
-  for (int visits = 0; !frontier_.empty();) {
-    if (visits == max_visits) return false;
-    std::pop_heap(frontier_.begin(), frontier_.end(), later_entry);
-    const int32_t k = frontier_.back();
-    frontier_.pop_back();
-    for (int32_t c = 2 * k + 1; c <= 2 * k + 2 && c < heap_size; ++c) {
-      frontier_.push_back(c);
-      std::push_heap(frontier_.begin(), frontier_.end(), later_entry);
-    }
-    const VictimEntry& e = heap[k];
-    if (stale(e)) continue;
-    ++visits;
-    if (f(e)) return frontier_.empty();
-  }
-  return true;
-}
 
 }  // namespace sa

@@ -186,14 +186,14 @@ int SwapPlanner::Pass::victim_candidates(ItemId x, int i, bool swap_in,
     list[k] = {sc, v};
   };
   // The kScanned residents with the furthest next use, best first
-  // (walk_heap). The walk stops once both lists hold kCandidates eligible
+  // (VictimHeaps::walk). The walk stops once both lists hold kCandidates eligible
   // victims: later entries have no later next use, so none could enter
   // either list (popping 64 entries and pushing them back took most of the
   // arena walk's time).
   auto full = [](const std::pair<WindowScore, ItemId>* list, int n) {
     return n == kCandidates && list[n - 1].first.eligible;
   };
-  walk_heap(heaps_[0], kScanned, [&](const VictimEntry& e) {
+  heaps_.walk(0, kScanned, [&](const VictimHeaps::Entry& e) {
     const ItemId v = e.item;
     if (!movable(v, i) || bytes_[v] == 0) return false;
     const WindowScore sc{eligible_victim(v, x, i, swap_in), e.key, 0};
@@ -319,7 +319,9 @@ void SwapPlanner::Pass::window_anywhere(ItemId x, int i, bool swap_in, WindowSco
 void SwapPlanner::Pass::preplace(int i) {
   const OpId o = order_[i];
   const Op& op = g_.ops[o];
-  std::vector<std::pair<ItemId, bool>> items;  // (item, created by op i)
+  // (The buffers are the pass's: no allocation per op once they have grown.)
+  auto& items = pre_.items;  // (item, created by op i)
+  items.clear();
   for_each_access(op, [&](TensorId x, Access a) { items.push_back({x, a == Access::kCreate}); });
   if (op.workspace_bytes > 0) items.push_back({n_ + o, true});
   std::sort(items.begin(), items.end());
@@ -333,8 +335,10 @@ void SwapPlanner::Pass::preplace(int i) {
   std::sort(items.begin(), items.end(), by_size);
   for (const auto& it : items)
     handled_[it.first] = i;  // walls for make_room(): none of them may go now
-  std::vector<std::pair<ItemId, bool>> needed;
-  std::vector<std::pair<int64_t, int64_t>> walls;  // the op's residents, by offset
+  auto& needed = pre_.needed;
+  auto& walls = pre_.walls;  // the op's residents, by offset
+  needed.clear();
+  walls.clear();
   for (const auto& it : items) {
     if (obj_of_[it.first] == kNoObject)
       needed.push_back(it);
@@ -343,7 +347,8 @@ void SwapPlanner::Pass::preplace(int i) {
   }
   if (needed.empty()) return;
   std::sort(walls.begin(), walls.end());
-  std::vector<int64_t> room;  // the runs between walls
+  auto& room = pre_.room;  // the runs between walls
+  room.clear();
   int64_t at = 0;
   for (const auto& [w, b] : walls) {
     room.push_back(w - at);
@@ -370,20 +375,15 @@ void SwapPlanner::Pass::preplace(int i) {
   };
   if (fits) {
     // Reserve every range first; the copies come once all have one.
-    struct Reserved {
-      ItemId x;
-      bool created;
-      ObjectId t;
-      std::vector<StepId> compute, copy;
-      std::vector<std::pair<int64_t, Range>> pieces;
-    };
-    std::vector<Reserved> reserved;
+    auto& reserved = pre_.reserved;
+    size_t num_reserved = 0;
     for (const auto& [x, created] : needed) {
       const ObjectId obj = make_room(x, i, !created);
       if (obj == kNoObject) {
         // The windows went elsewhere than first fit would have: give the
         // ranges back as they were, and move the op's inputs.
-        for (auto r = reserved.rbegin(); r != reserved.rend(); ++r) {
+        for (auto r = reserved.rbegin() + (reserved.size() - num_reserved); r != reserved.rend();
+             ++r) {
           if (bytes_[r->x] == 0) continue;
           const int64_t at = tenancies_[r->t].offset;
           ranges_.erase(at);
@@ -395,12 +395,20 @@ void SwapPlanner::Pass::preplace(int i) {
         fits = false;
         break;
       }
-      reserved.push_back({x, created, obj, taken_compute_, taken_copy_, taken_pieces_});
+      if (num_reserved == reserved.size()) reserved.emplace_back();
+      PreplaceBuffers::Reserved& r = reserved[num_reserved++];
+      r.x = x;
+      r.created = created;
+      r.t = obj;
+      r.compute = taken_compute_;  // (copies into the buffers they had)
+      r.copy = taken_copy_;
+      r.pieces = taken_pieces_;
     }
     if (fits) {
-      for (Reserved& r : reserved) {
-        taken_compute_ = std::move(r.compute);
-        taken_copy_ = std::move(r.copy);
+      for (size_t k = 0; k < num_reserved; ++k) {
+        PreplaceBuffers::Reserved& r = reserved[k];
+        std::swap(taken_compute_, r.compute);
+        std::swap(taken_copy_, r.copy);
         settle(r.x, r.created, r.t);
       }
       return;

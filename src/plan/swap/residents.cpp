@@ -47,47 +47,34 @@ void SwapPlanner::Pass::unlist_droppable(ItemId x) {
 
 // Class c's heap from its residents' current keys.
 void SwapPlanner::Pass::build_heap(ClassId c) {
-  auto& heap = heaps_[c];
-  heap.clear();
+  std::vector<VictimHeaps::Entry> entries;
+  entries.reserve(residents_[c].size());
   for (ItemId v : residents_[c])
-    heap.push_back({victim_key(v), v, heap_ver_[v]});
-  std::make_heap(heap.begin(), heap.end());
+    entries.push_back({victim_key(v), v});
+  heaps_.build(c, std::move(entries));
 }
 
-// Where use_heap(): x's victim key may have changed; older entries of x in
-// its class's heap are stale from now on.
+// Where use_heap(): x's victim key may have changed; its entry moves.
 void SwapPlanner::Pass::heap_touch(ItemId x) {
-  if (!use_heap()) return;
-  ++heap_ver_[x];
-  if (listed_at_[x] < 0) return;
+  if (!use_heap() || listed_at_[x] < 0) return;
   const ClassId c = class_[x];
-  const auto& list = residents_[c];
-  auto& heap = heaps_[c];
   if (!placed() && !heap_built_[c]) return;
-  if (heap.size() > list.size() + list.size() / 2 + 64) {  // mostly stale: rebuild
-    build_heap(c);
-    return;
-  }
-  heap.push_back({victim_key(x), x, heap_ver_[x]});
-  std::push_heap(heap.begin(), heap.end());
+  heaps_.set(c, x, victim_key(x));
 }
 
 void SwapPlanner::Pass::unlist_resident(ItemId x) {
   if (listed_at_[x] < 0) return;
-  if (use_heap()) ++heap_ver_[x];
+  if (use_heap()) heaps_.remove(class_[x], x);
   swap_remove(residents_[class_[x]], listed_at_, x);
   if (dtr()) unlist_droppable(x);
 }
 
-std::vector<SwapPlanner::Pass::VictimEntry>& SwapPlanner::Pass::victim_heap(ClassId c) {
-  auto& heap = heaps_[c];
-  if (!placed()) {
-    if (!heap_built_[c]) {
-      build_heap(c);
-      heap_built_[c] = 1;
-    }
+VictimHeaps& SwapPlanner::Pass::victim_heap(ClassId c) {
+  if (!placed() && !heap_built_[c]) {
+    build_heap(c);
+    heap_built_[c] = 1;
   }
-  return heap;
+  return heaps_;
 }
 
 // The resident to evict so that x (needed before position i) gets memory:
@@ -106,13 +93,14 @@ ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) {
     // less than walking on.
     constexpr int kWalked = 64;
     ItemId first = -1, found = -1;
-    const bool whole = walk_heap(victim_heap(class_[x]), kWalked, [&](const VictimEntry& e) {
-      if (excluded(e.item)) return false;
-      if (first < 0) first = e.item;
-      if (!eligible_victim(e.item, x, i, swap_in)) return false;
-      found = e.item;
-      return true;
-    });
+    const bool whole =
+        victim_heap(class_[x]).walk(class_[x], kWalked, [&](const VictimHeaps::Entry& e) {
+          if (excluded(e.item)) return false;
+          if (first < 0) first = e.item;
+          if (!eligible_victim(e.item, x, i, swap_in)) return false;
+          found = e.item;
+          return true;
+        });
     if (found >= 0) return found;
     if (whole) return first;
   }

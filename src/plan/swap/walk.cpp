@@ -287,10 +287,7 @@ void SwapPlanner::Pass::reset_pass() {
   passing_.clear();
   passing_inputs_.clear();
   listed_at_.assign(items, -1);
-  heap_ver_.assign(items, 0);
-  heaps_.resize(nc_);
-  for (auto& heap : heaps_)
-    heap.clear();
+  heaps_.reset(nc_, items);
   heap_built_.assign(nc_, 0);
   residents_.resize(nc_);
   for (auto& list : residents_)
