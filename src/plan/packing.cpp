@@ -236,9 +236,13 @@ int64_t Packer::greedy_by_size(std::span<const PackItem> items, std::vector<int6
     // The arena ranges of the placed items alive at the same time as it.
     ranges_.clear();
     ++visit;
-    for (const Interval& v : it.life) {
-      if (v.empty()) continue;
-      const int32_t l = leaf(v.begin), r = leaf(int64_t{v.end} + 1);
+    // Each interval's leaves, found once for the query and the index.
+    std::array<std::pair<int32_t, int32_t>, std::tuple_size_v<decltype(it.life)>> leaves{};
+    int num_lives = 0;
+    for (const Interval& v : it.life)
+      if (!v.empty()) leaves[num_lives++] = {leaf(v.begin), leaf(int64_t{v.end} + 1)};
+    for (int k = 0; k < num_lives; ++k) {
+      const auto [l, r] = leaves[k];
       for_each_canonical(l, r, [&](int32_t c) {
         ranges_.insert(ranges_.end(), nodes_[c].part.begin(), nodes_[c].part.end());
       });
@@ -266,9 +270,8 @@ int64_t Packer::greedy_by_size(std::span<const PackItem> items, std::vector<int6
     // Index its range.
     const Range placed{best, best + it.bytes};
     ++visit;
-    for (const Interval& v : it.life) {
-      if (v.empty()) continue;
-      const int32_t l = leaf(v.begin), r = leaf(int64_t{v.end} + 1);
+    for (int k = 0; k < num_lives; ++k) {
+      const auto [l, r] = leaves[k];
       for_each_canonical(l, r, [&](int32_t c) {
         add_block(nodes_[c].cover, placed);
         add_block(nodes_[c].part, placed);
