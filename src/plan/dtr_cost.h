@@ -39,6 +39,7 @@ class DtrCost {
   void evict(TensorId t);    // t was dropped, to be made again
   void restore(TensorId t);  // t was made again
   double cost(TensorId t);   // its producer's time plus its evicted neighbourhood's
+  double own_cost(TensorId t) const;  // its producer's time alone: cost(t) >= own_cost(t)
   bool evicted(TensorId t) const { return node_[t] >= 0; }
 
   // h: the smaller, the better a victim. Staleness is floored at a tiny
@@ -47,7 +48,6 @@ class DtrCost {
 
  private:
   int32_t find(int32_t node);
-  double own_cost(TensorId t) const;
 
   std::span<const double> op_us_;
   std::vector<OpId> producer_;

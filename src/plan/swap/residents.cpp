@@ -140,8 +140,13 @@ ItemId SwapPlanner::Pass::pick_dtr_victim(ItemId x, int i) {
     }
     ++k;
     if (pinned_[v] == i) continue;
-    const double h =
-        DtrCost::score(dtr_cost_->cost(v), bytes_[v], prefix_[i] - prefix_[last_pos_[v]]);
+    const double stale = prefix_[i] - prefix_[last_pos_[v]];
+    // cost(v) is v's own op time plus non-negative class sums, so the score
+    // of its own time is a lower bound (rounding keeps the order): a
+    // resident whose bound already loses is not costed (the neighbourhood
+    // walk was most of a NASNet evaluation's DTR time).
+    if (best >= 0 && DtrCost::score(dtr_cost_->own_cost(v), bytes_[v], stale) > best_h) continue;
+    const double h = DtrCost::score(dtr_cost_->cost(v), bytes_[v], stale);
     if (best < 0 || h < best_h || (h == best_h && v > best)) {
       best = v;
       best_h = h;
