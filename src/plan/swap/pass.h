@@ -377,9 +377,14 @@ class SwapPlanner::Pass {
     int64_t end;
     int32_t key;
   };
-  std::pmr::map<int64_t, FreeRun> runs_{&node_pool_};
-  std::pmr::set<std::tuple<int64_t, int64_t, int32_t>> runs_by_size_{
-      &node_pool_};  // (size, start, key)
+  std::vector<std::pair<int64_t, FreeRun>> runs_;  // sorted by start (a vector: as below)
+  std::vector<std::pair<int64_t, FreeRun>>::iterator run_at_or_after(int64_t at);
+  // (size, start, key), sorted: a vector, as a walk holds about a hundred
+  // free runs (moving that many on an insert costs less than a tree's
+  // nodes, and free_run_for() reads them in a row).
+  std::vector<std::tuple<int64_t, int64_t, int32_t>> runs_by_size_;
+  void by_size_insert(const std::tuple<int64_t, int64_t, int32_t>& run);
+  void by_size_erase(const std::tuple<int64_t, int64_t, int32_t>& run);
   void run_add(int64_t at, int64_t end, int32_t key);
   void run_remove(int64_t at, int64_t end);
   // The release steps of the memory the last acquisition took: its swap-in

@@ -52,12 +52,30 @@ ObjectId SwapPlanner::Pass::take_range(ItemId x, int64_t at) {
   return t;
 }
 
+void SwapPlanner::Pass::by_size_insert(const std::tuple<int64_t, int64_t, int32_t>& run) {
+  runs_by_size_.insert(std::lower_bound(runs_by_size_.begin(), runs_by_size_.end(), run), run);
+}
+
+void SwapPlanner::Pass::by_size_erase(const std::tuple<int64_t, int64_t, int32_t>& run) {
+  auto it = std::lower_bound(runs_by_size_.begin(), runs_by_size_.end(), run);
+  SA_CHECK(it != runs_by_size_.end() && *it == run, "free run of {} bytes at {} not listed",
+           std::get<0>(run), std::get<1>(run));
+  runs_by_size_.erase(it);
+}
+
+// Placed mode: the first free run that starts at or after `at`.
+auto SwapPlanner::Pass::run_at_or_after(int64_t at)
+    -> std::vector<std::pair<int64_t, FreeRun>>::iterator {
+  return std::lower_bound(runs_.begin(), runs_.end(), at,
+                          [](const auto& run, int64_t a) { return run.first < a; });
+}
+
 // Placed mode: [at, end) has become free; it joins the runs around it.
 void SwapPlanner::Pass::run_add(int64_t at, int64_t end, int32_t key) {
-  auto next = runs_.lower_bound(at);
+  auto next = run_at_or_after(at);
   if (next != runs_.end() && next->first == end) {
     const FreeRun n = next->second;
-    runs_by_size_.erase({n.end - next->first, next->first, n.key});
+    by_size_erase({n.end - next->first, next->first, n.key});
     end = n.end;
     key = std::max(key, n.key);
     next = runs_.erase(next);
@@ -65,35 +83,35 @@ void SwapPlanner::Pass::run_add(int64_t at, int64_t end, int32_t key) {
   if (next != runs_.begin()) {
     auto prev = std::prev(next);
     if (prev->second.end == at) {
-      runs_by_size_.erase({prev->second.end - prev->first, prev->first, prev->second.key});
+      by_size_erase({prev->second.end - prev->first, prev->first, prev->second.key});
       at = prev->first;
       key = std::max(key, prev->second.key);
-      runs_.erase(prev);
+      next = runs_.erase(prev);
     }
   }
-  runs_.emplace(at, FreeRun{end, key});
-  runs_by_size_.insert({end - at, at, key});
+  runs_.insert(next, {at, FreeRun{end, key}});
+  by_size_insert({end - at, at, key});
 }
 
 // Placed mode: [at, end), inside one free run, is taken. What is left of the
 // run keeps its key (an upper bound of its ranges' release positions).
 void SwapPlanner::Pass::run_remove(int64_t at, int64_t end) {
-  auto it = runs_.upper_bound(at);
+  auto it = run_at_or_after(at + 1);  // the first run that starts after at
   SA_CHECK(it != runs_.begin(), "no free run holds [{}, {})", at, end);
   --it;
   const int64_t run_at = it->first;
   const FreeRun run = it->second;
   SA_CHECK(run_at <= at && end <= run.end, "[{}, {}) is not inside free run [{}, {})", at, end,
            run_at, run.end);
-  runs_by_size_.erase({run.end - run_at, run_at, run.key});
-  runs_.erase(it);
-  if (run_at < at) {
-    runs_.emplace(run_at, FreeRun{at, run.key});
-    runs_by_size_.insert({at - run_at, run_at, run.key});
-  }
+  by_size_erase({run.end - run_at, run_at, run.key});
+  it = runs_.erase(it);
   if (end < run.end) {
-    runs_.emplace(end, FreeRun{run.end, run.key});
-    runs_by_size_.insert({run.end - end, end, run.key});
+    it = runs_.insert(it, {end, FreeRun{run.end, run.key}});
+    by_size_insert({run.end - end, end, run.key});
+  }
+  if (run_at < at) {
+    runs_.insert(it, {run_at, FreeRun{at, run.key}});
+    by_size_insert({at - run_at, run_at, run.key});
   }
 }
 
@@ -148,7 +166,9 @@ int64_t SwapPlanner::Pass::free_run_for(int64_t need) const {
   int64_t best_run = -1;
   int32_t best_key = INT32_MAX;
   int tried = 0;
-  for (auto fit = runs_by_size_.lower_bound({need, INT64_MIN, INT32_MIN});
+  for (auto fit =
+           std::lower_bound(runs_by_size_.begin(), runs_by_size_.end(),
+                            std::tuple<int64_t, int64_t, int32_t>{need, INT64_MIN, INT32_MIN});
        fit != runs_by_size_.end() && tried < kFitsTried; ++fit, ++tried) {
     const auto [size, at, key] = *fit;
     if (key < best_key) {
