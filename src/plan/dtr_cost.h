@@ -35,10 +35,10 @@ class DtrCost {
   // op_us: each op's time; both must outlive this.
   DtrCost(const Graph& g, std::span<const double> op_us);
 
-  void reset();              // nothing evicted
-  void evict(TensorId t);    // t was dropped, to be made again
-  void restore(TensorId t);  // t was made again
-  double cost(TensorId t);   // its producer's time plus its evicted neighbourhood's
+  void reset();                       // nothing evicted
+  void evict(TensorId t);             // t was dropped, to be made again
+  void restore(TensorId t);           // t was made again
+  double cost(TensorId t);            // its producer's time plus its evicted neighbourhood's
   double own_cost(TensorId t) const;  // its producer's time alone: cost(t) >= own_cost(t)
   bool evicted(TensorId t) const { return node_[t] >= 0; }
 
