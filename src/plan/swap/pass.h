@@ -7,7 +7,8 @@
 //   walk.cpp       the walk: each op's items acquired, evictions, swap-ins,
 //                  releases, the passes of the steady state;
 //   residents.cpp  the evictable residents and the choice of a victim
-//                  (Belady, LRU, DTR);
+//                  (Belady, LRU, DTR); victim_heap.h: the residents by
+//                  victim key, on their own;
 //   free_memory.h  free memory of the size-class pool (rings of objects) and
 //                  of the packed arena (bytes by release position), on
 //                  their own; memory.cpp: the walk's use of them;
@@ -365,9 +366,11 @@ class SwapPlanner::Pass {
     int32_t key;       // free: released at this position (-1: never used)
     StepId rel_compute, rel_copy;
   };
-  // The placed arena's three ordered containers change at almost every
-  // step of the walk; their nodes come from a pool of this pass (one
-  // thread's), not from malloc (about a tenth of a recurrent net's walk).
+  // The placed arena's ranges change at almost every step of the walk;
+  // their nodes come from a pool of this pass (one thread's), not from
+  // malloc (about a tenth of a recurrent net's walk). (A walk holds about
+  // two thousand ranges on rnn-8-8k: too many for a sorted vector, unlike
+  // the free runs below.)
   std::pmr::unsynchronized_pool_resource node_pool_;
   std::pmr::map<int64_t, Range> ranges_{&node_pool_};
   // The maximal runs of free ranges, by start (-> end) and by (size, start).
