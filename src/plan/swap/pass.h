@@ -37,6 +37,7 @@
 #include "plan/swap/victim_heap.h"
 #include "plan/swap_planner.h"
 #include "util/error.h"
+#include "util/node_pool.h"
 #include "util/range_map.h"
 #include "util/units.h"
 
@@ -371,7 +372,7 @@ class SwapPlanner::Pass {
   // malloc (about a tenth of a recurrent net's walk). (A walk holds about
   // two thousand ranges on rnn-8-8k: too many for a sorted vector, unlike
   // the free runs below.)
-  std::pmr::unsynchronized_pool_resource node_pool_;
+  NodePool node_pool_;
   std::pmr::map<int64_t, Range> ranges_{&node_pool_};
   // The maximal runs of free ranges, by start (-> end) and by (size, start).
   // Each run's key is the latest release position among its ranges (an
@@ -385,9 +386,15 @@ class SwapPlanner::Pass {
   // (size, start, key), sorted: a vector, as a walk holds about a hundred
   // free runs (moving that many on an insert costs less than a tree's
   // nodes, and free_run_for() reads them in a row).
-  std::vector<std::tuple<int64_t, int64_t, int32_t>> runs_by_size_;
-  void by_size_insert(const std::tuple<int64_t, int64_t, int32_t>& run);
-  void by_size_erase(const std::tuple<int64_t, int64_t, int32_t>& run);
+  struct SizedRun {
+    int64_t size, at;
+    int32_t key;
+    // No two runs start at the same offset: (size, at) orders them all.
+    bool operator<(const SizedRun& o) const { return size != o.size ? size < o.size : at < o.at; }
+  };
+  std::vector<SizedRun> runs_by_size_;
+  void by_size_insert(const SizedRun& run);
+  void by_size_erase(const SizedRun& run);
   void run_add(int64_t at, int64_t end, int32_t key);
   void run_remove(int64_t at, int64_t end);
   // The release steps of the memory the last acquisition took: its swap-in

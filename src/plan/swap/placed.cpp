@@ -52,14 +52,15 @@ ObjectId SwapPlanner::Pass::take_range(ItemId x, int64_t at) {
   return t;
 }
 
-void SwapPlanner::Pass::by_size_insert(const std::tuple<int64_t, int64_t, int32_t>& run) {
+void SwapPlanner::Pass::by_size_insert(const SizedRun& run) {
   runs_by_size_.insert(std::lower_bound(runs_by_size_.begin(), runs_by_size_.end(), run), run);
 }
 
-void SwapPlanner::Pass::by_size_erase(const std::tuple<int64_t, int64_t, int32_t>& run) {
+void SwapPlanner::Pass::by_size_erase(const SizedRun& run) {
   auto it = std::lower_bound(runs_by_size_.begin(), runs_by_size_.end(), run);
-  SA_CHECK(it != runs_by_size_.end() && *it == run, "free run of {} bytes at {} not listed",
-           std::get<0>(run), std::get<1>(run));
+  SA_CHECK(
+      it != runs_by_size_.end() && it->at == run.at && it->size == run.size && it->key == run.key,
+      "free run of {} bytes at {} not listed", run.size, run.at);
   runs_by_size_.erase(it);
 }
 
@@ -166,9 +167,8 @@ int64_t SwapPlanner::Pass::free_run_for(int64_t need) const {
   int64_t best_run = -1;
   int32_t best_key = INT32_MAX;
   int tried = 0;
-  for (auto fit =
-           std::lower_bound(runs_by_size_.begin(), runs_by_size_.end(),
-                            std::tuple<int64_t, int64_t, int32_t>{need, INT64_MIN, INT32_MIN});
+  for (auto fit = std::lower_bound(runs_by_size_.begin(), runs_by_size_.end(),
+                                   SizedRun{need, INT64_MIN, 0});
        fit != runs_by_size_.end() && tried < kFitsTried; ++fit, ++tried) {
     const auto [size, at, key] = *fit;
     if (key < best_key) {
