@@ -11,6 +11,8 @@
 #include <map>
 #include <random>
 
+#include "test_util.h"
+
 namespace sa::swap_plan {
 namespace {
 
@@ -67,8 +69,8 @@ TEST(VictimHeaps, WalkVisitsTheLargestKeyFirst) {
 // Against a map of the current keys, on random operations: every walk
 // visits the first max_visits entries in (key, item) order, largest first.
 TEST(VictimHeaps, MatchesSortedKeysOnRandomOperations) {
-  const uint64_t seed = std::random_device{}();
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  const uint64_t seed = sa::testing::seed_from_env(std::random_device{}());
+  std::printf("seed %llu (SA_TEST_SEED reruns it)\n", static_cast<unsigned long long>(seed));
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
   constexpr int kItems = 200, kClasses = 3;

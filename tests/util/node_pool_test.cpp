@@ -9,6 +9,8 @@
 #include <map>
 #include <random>
 
+#include "test_util.h"
+
 namespace sa {
 namespace {
 
@@ -28,8 +30,8 @@ TEST(NodePool, AFreedNodeIsHandedOutAgain) {
 }
 
 TEST(NodePool, MapOnThePoolHoldsWhatAPlainMapHolds) {
-  const uint64_t seed = std::random_device{}();
-  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  const uint64_t seed = sa::testing::seed_from_env(std::random_device{}());
+  std::printf("seed %llu (SA_TEST_SEED reruns it)\n", static_cast<unsigned long long>(seed));
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
   NodePool pool;

@@ -331,8 +331,8 @@ class SwapPlanner::Pass {
   std::vector<uint8_t> heap_built_;
   void build_heap(ClassId c);
   bool use_heap() const { return placed() || opt_.eviction == EvictionPolicy::kBelady; }
-  // The heap to walk for a victim of class c (built now if it was not).
-  swap_plan::VictimHeaps& victim_heap(ClassId c);
+  // Class c's heap, built now if it was not (before walking it for a victim).
+  void ensure_heap(ClassId c);
   // find_window()'s buffers: the victims of the window being scored and of
   // the best one so far.
   std::vector<ItemId> window_victims_, best_victims_;

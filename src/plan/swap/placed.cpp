@@ -402,12 +402,12 @@ void SwapPlanner::Pass::preplace(int i) {
       if (obj == kNoObject) {
         // The windows went elsewhere than first fit would have: give the
         // ranges back as they were, and move the op's inputs.
-        for (auto r = reserved.rbegin() + (reserved.size() - num_reserved); r != reserved.rend();
-             ++r) {
-          if (bytes_[r->x] == 0) continue;
-          const int64_t at = tenancies_[r->t].offset;
+        for (size_t k = num_reserved; k-- > 0;) {  // the last reserved first
+          const PreplaceBuffers::Reserved& r = reserved[k];
+          if (bytes_[r.x] == 0) continue;
+          const int64_t at = tenancies_[r.t].offset;
           ranges_.erase(at);
-          for (const auto& [p_at, piece] : r->pieces) {
+          for (const auto& [p_at, piece] : r.pieces) {
             ranges_.emplace(p_at, piece);
             if (piece.tenancy < 0) run_add(p_at, piece.end, piece.key);
           }

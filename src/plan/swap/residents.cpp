@@ -69,12 +69,11 @@ void SwapPlanner::Pass::unlist_resident(ItemId x) {
   if (dtr()) unlist_droppable(x);
 }
 
-VictimHeaps& SwapPlanner::Pass::victim_heap(ClassId c) {
+void SwapPlanner::Pass::ensure_heap(ClassId c) {
   if (!placed() && !heap_built_[c]) {
     build_heap(c);
     heap_built_[c] = 1;
   }
-  return heaps_;
 }
 
 // The resident to evict so that x (needed before position i) gets memory:
@@ -93,14 +92,14 @@ ItemId SwapPlanner::Pass::pick_victim(ItemId x, int i, bool swap_in) {
     // less than walking on.
     constexpr int kWalked = 64;
     ItemId first = -1, found = -1;
-    const bool whole =
-        victim_heap(class_[x]).walk(class_[x], kWalked, [&](const VictimHeaps::Entry& e) {
-          if (excluded(e.item)) return false;
-          if (first < 0) first = e.item;
-          if (!eligible_victim(e.item, x, i, swap_in)) return false;
-          found = e.item;
-          return true;
-        });
+    ensure_heap(class_[x]);
+    const bool whole = heaps_.walk(class_[x], kWalked, [&](const VictimHeaps::Entry& e) {
+      if (excluded(e.item)) return false;
+      if (first < 0) first = e.item;
+      if (!eligible_victim(e.item, x, i, swap_in)) return false;
+      found = e.item;
+      return true;
+    });
     if (found >= 0) return found;
     if (whole) return first;
   }
