@@ -25,7 +25,7 @@
 // Note [Recompute bound]
 // ----------------------
 // With recomputation a transient live at p need not cross the link: it may
-// be dropped and made again (at a cost in compute this bound leaves out).
+// be dropped and made again, at a cost in compute (below).
 // What no plan can remake is what must cross it: the persistent tensors
 // (parameters, gradients kept across iterations, optimizer state, inputs)
 // and the transients whose producer may not run again (may_recompute:
@@ -36,8 +36,25 @@
 //     in(p)  >= T(p) + N(p) + P(p) - budget
 //     out(p) >= T(p) + N(p) - budget   (P(p) may have stayed on the host)
 // and the iteration lasts at least what Note [Transfer bound] says with
-// these. It is lower than the swap-only bound (everything recomputable
-// counts zero), and holds for every plan of the order, recomputing or not.
+// these, were remaking free. It is not: let X(p) be the bytes of the
+// remakeable transients live at p and not touched by it. Those not on the
+// device during p were either copied out before p and are copied in after
+// it, or are remade after p, each by running its producer again. With x of
+// them remade,
+//     in(p)  >= T(p) + N(p) + P(p) + X(p) - x - budget
+//     out(p) >= T(p) + N(p) + X(p) - x - budget
+// and the compute after p grows by at least R(x): the fractional knapsack
+// that remakes x bytes from the cheapest producers per byte first, charging
+// a producer its op time in proportion to the bytes of its outputs in X(p)
+// (running it remakes all of them; its inputs may cost more). The bound at p
+// is the least over x in [0, X(p)] of
+//     max(compute before p, out(p) / d2h) + op p
+//         + max(compute after p + R(x), in(p) / h2d)
+// (a convex function of x: src/plan/bounds.cpp walks the knapsack's
+// segments). x = 0 is the swap-only bound at p; R = 0 and x = X(p) the
+// bound that counted remaking free, which it replaces (issue 29: at Fig. 6's
+// WResNet-152-10 that one said 100% of ideal). It holds for every plan of
+// the order, recomputing or not.
 
 // Note [Tiered transfer bound]
 // ----------------------------
@@ -64,6 +81,7 @@ struct TimeBound {
   double transfer_us = 0;        // Note [Transfer bound] for the given order
   OpId at_op = kNoOp;            // the op p that gives transfer_us
   int64_t off_device_bytes = 0;  // in(p)
+  double remake_us = 0;          // R(x) at op p (Note [Recompute bound])
   double bound_us() const { return compute_us > transfer_us ? compute_us : transfer_us; }
 };
 

@@ -96,17 +96,29 @@ TEST(Bounds, TieredBoundCountsNvmeBeyondTheHostBudget) {
 }
 
 // Note [Recompute bound] on the chain of TransferBoundByHand (budget 200 B):
-// a need not cross the link when op0 may run again (its recompute costs
-// 1 us, which the bound leaves out), so nothing must: the compute bound,
-// 4 us. When op0 may not run again (recompute: false), a must be copied out
-// and back as without recomputation: 201 us at op2.
+// a need not cross the link when op0 may run again, but remaking it costs
+// op0's 1 us (1/100 us per byte). At op2 (b and c on the device: 200 B) a is
+// off the device: x of its 100 B remade after op2, the rest copied out and
+// back:
+//   T(x) = max(2, 100 - x) + 1 + max(1 + x / 100, 100 - x)
+// least where 1 + x / 100 = 100 - x: x = 9900 / 101, T = 3 + 200 / 101 us
+// (above the compute bound, 4 us, by what remaking a costs, less the bytes
+// the fractional knapsack lets the link carry). When op0 may not run again
+// (recompute: false), a must be copied out and back as without
+// recomputation: 201 us at op2.
 TEST(Bounds, RecomputeBoundByHand) {
   testing::GraphBuilder b = chain();
   const DeviceProfile d = testing::unit_link();
   const std::vector<double> times(4, 1.0);
-  const TimeBound free = time_bound(b.g, program_order(4), times, d, 200, true);
-  EXPECT_EQ(free.transfer_us, 0);
-  EXPECT_EQ(free.bound_us(), 4);
+  const TimeBound remade = time_bound(b.g, program_order(4), times, d, 200, true);
+  EXPECT_NEAR(remade.transfer_us, 3 + 200.0 / 101, 1e-9);
+  EXPECT_EQ(remade.at_op, 2);
+  EXPECT_NEAR(remade.remake_us, 99.0 / 101, 1e-9);
+  EXPECT_EQ(remade.off_device_bytes, 1);  // 200 / 101 B, rounded down
+  // With op0 free to run again the bound is the compute bound.
+  std::vector<double> free_op0 = times;
+  free_op0[0] = 0;
+  EXPECT_EQ(time_bound(b.g, program_order(4), free_op0, d, 200, true).bound_us(), 3);
   b.g.ops[0].recompute = false;
   const TimeBound kept = time_bound(b.g, program_order(4), times, d, 200, true);
   EXPECT_EQ(kept.transfer_us, 201);
@@ -116,7 +128,44 @@ TEST(Bounds, RecomputeBoundByHand) {
   // (it is on the device anyway) and dead after it.
   b.g.ops[0].recompute = true;
   b.g.ops[1].recompute = false;
-  EXPECT_EQ(time_bound(b.g, program_order(4), times, d, 200, true).bound_us(), 4);
+  EXPECT_NEAR(time_bound(b.g, program_order(4), times, d, 200, true).bound_us(), 3 + 200.0 / 101,
+              1e-9);
+}
+
+// Note [Recompute bound]'s knapsack takes the cheapest bytes first and walks
+// past its first segment. op0 makes a (100 B, 1 us: 0.01 us/B), op1 e (100
+// B, 20 us: 0.2 us/B), op2 b, op3 c = h(b), op4 reads a and e, op5 c; 100 B
+// each, 1 us an op but op1; budget 200 B. At op3 (b and c on the device) a
+// and e are off it; x B of them remade, a first:
+//   T(x) = max(22, 200 - x) + 1 + max(2 + R(x), 200 - x),
+//   R(x) = x / 100 up to 100 B, then 1 + (x - 100) / 5.
+// On the first segment T falls to 201 at x = 100; on the second the lines
+// cross at 3 + (x - 100) / 5 = 200 - x, x = 217 / 1.2, where
+//   T = 22 + 1 + 200 - 217 / 1.2 = 253 / 6 us, R = 103 / 6 us.
+// Elsewhere less: at op4 (a, e on the device, c off) 24 + 200 / 101; at op2
+// 22 + 400 / 101.
+TEST(Bounds, RecomputeBoundRemakesTheCheapestBytesFirst) {
+  testing::GraphBuilder b;
+  auto a = b.tensor(100, TensorKind::kActivation);
+  auto e = b.tensor(100, TensorKind::kActivation);
+  auto bb = b.tensor(100, TensorKind::kActivation);
+  auto c = b.tensor(100, TensorKind::kActivation);
+  b.op({}, {a});
+  b.op({}, {e});
+  b.op({}, {bb});
+  b.op({bb}, {c});
+  b.op({a, e}, {});
+  b.op({c}, {});
+  const DeviceProfile d = testing::unit_link();
+  const std::vector<double> times = {1, 20, 1, 1, 1, 1};
+  const TimeBound t = time_bound(b.g, program_order(6), times, d, 200, true);
+  EXPECT_EQ(t.compute_us, 25);
+  EXPECT_EQ(t.at_op, 3);
+  EXPECT_NEAR(t.transfer_us, 253.0 / 6, 1e-9);
+  EXPECT_NEAR(t.remake_us, 103.0 / 6, 1e-9);
+  EXPECT_EQ(t.off_device_bytes, 19);  // 200 - 217 / 1.2
+  // Swap only, x = 0: 200 B out before op3 and in after it.
+  EXPECT_EQ(time_bound(b.g, program_order(6), times, d, 200).transfer_us, 200 + 1 + 200);
 }
 
 // Parameters cross the link whatever is recomputed. w (100 B) is read by

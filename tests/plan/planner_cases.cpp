@@ -172,16 +172,22 @@ void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& 
             EXPECT_EQ(picked.iteration_us, s.iteration_us) << what;
             EXPECT_EQ(picked.stall_us, s.stall_us) << what;
             EXPECT_EQ(picked.swap_in_bytes, s.swap_in_bytes) << what;
-            // No plan beats the transfer bound of its order (Note [Transfer bound]).
+            // No plan that remakes nothing beats the transfer bound of its
+            // order (Note [Transfer bound]); one that does may (seed 5 found
+            // one that did, and this checked every plan).
             const TimeBound tb = time_bound(g, p.order, op_us, dev, budget);
-            EXPECT_GE(s.iteration_us, tb.bound_us() * (1 - 1e-9))
-                << what << ": beats its lower bound (transfer " << tb.transfer_us << " us at op "
-                << tb.at_op << ", " << tb.off_device_bytes << " B in)";
+            const bool remakes = std::any_of(p.steps.begin(), p.steps.end(), [](const Step& st) {
+              return st.kind == StepKind::kRecompute;
+            });
+            if (!remakes)
+              EXPECT_GE(s.iteration_us, tb.bound_us() * (1 - 1e-9))
+                  << what << ": beats its lower bound (transfer " << tb.transfer_us << " us at op "
+                  << tb.at_op << ", " << tb.off_device_bytes << " B in)";
             // Nor the bound whatever it recomputes (Note [Recompute bound]).
             const TimeBound rc = time_bound(g, p.order, op_us, dev, budget, true);
             EXPECT_GE(s.iteration_us, rc.bound_us() * (1 - 1e-9))
                 << what << ": beats its recompute bound (" << rc.off_device_bytes << " B in at op "
-                << rc.at_op << ")";
+                << rc.at_op << ", " << rc.remake_us << " us of remaking)";
             EXPECT_LE(rc.bound_us(), tb.bound_us() * (1 + 1e-12)) << what;
             if (out && rng() % 4 == 0) out->push_back({what, std::move(p)});
           }
