@@ -190,6 +190,13 @@ TEST(Recompute, OnlyOpsThatMayRunAgain) {
   Builder d(g);
   d.add(StepKind::kRecompute, 0, kNoObject, {}, {2, 0});
   EXPECT_NE(violation(g, d.p).find("but its op needs 3"), std::string::npos) << violation(g, d.p);
+  // An object past the pool's, worded as every other step's (the mutation
+  // test's shrink-class at SA_TEST_SEED=114 met "but the plan has" here).
+  Plan e = recompute_plan(g);
+  for (const Step& st : e.steps)
+    if (st.kind == StepKind::kRecompute) e.recompute_objects[st.obj_begin] = e.num_objects();
+  EXPECT_NE(violation(g, e).find("puts tensor 2 'a' in object 5, but the pool has 5 objects"), std::string::npos)
+      << violation(g, e);
 }
 
 TEST(Recompute, NotBeforeTheOpRunsNorOverALiveCopy) {

@@ -176,7 +176,7 @@ bool Verifier::structure_steps() {
         auto fits = [&](ObjectId x, int64_t bytes, ClassId c, const std::string& what) {
           if (!ok) return;
           if (!object_exists(x))
-            ok = fail("{} puts {} in object {}, but the plan has {} objects", step(s), what, x,
+            ok = fail("{} puts {} in object {}, but the pool has {} objects", step(s), what, x,
                       num_objects_);
           else if (arena_ && !too_small(x, bytes).empty())
             ok = fail("{} puts {} in object {}, but {}", step(s), what, x, too_small(x, bytes));
