@@ -63,5 +63,25 @@ TEST(RandomGraphs, RecomputingBaselinesVerifyAndCopyNoTransient) {
   EXPECT_GT(recomputes, 10);
 }
 
+// SA_TEST_SEED=119 found it: checkpoint recomputes the loss, which reads
+// the labels (an input) after their last use; the swap-in that brought them
+// back was keyed at the release of the object it took, before the labels'
+// own drop, so the plan held them in two objects (the verifier: "brings in
+// tensor 1 'labels', but it is already on the device in object 8").
+TEST(RandomGraphs, ADeadInputComesBackAfterItsDrop) {
+  const Graph g = testing::random_graph(11, 5941208451707786055ull);
+  const DeviceProfile dev = load_device("v100-16gb");
+  const Problem pb(g, dev, 20922);
+  const BaselinePlan r = plan_baseline("checkpoint", pb, Allocator::kSizeClass);
+  ASSERT_TRUE(r.feasible) << r.why;
+  const VerifyResult v = verify_plan(g, r.plan);
+  EXPECT_TRUE(v.ok) << v.violation;
+  // The case is the one described: the labels come back for a recompute.
+  int swap_ins = 0;
+  for (const Step& st : r.plan.steps)
+    swap_ins += st.kind == StepKind::kSwapIn && g.tensors[st.tensor()].name == "labels";
+  EXPECT_EQ(swap_ins, 2);
+}
+
 }  // namespace
 }  // namespace sa

@@ -52,13 +52,21 @@ void SwapPlanner::Pass::evict(ItemId v) {
   const int32_t key = last_pos_[v];
   const StepId step = add_step(kind, v, obj, key, {last_step_[v]});
   if (kind == StepKind::kSwapOut) dirty_[v] = 0;
-  // A later swap-in of v comes after this step: a swap-out writes the host
-  // copy it reads; a drop takes v off the device it returns to.
-  host_write_[v] = step;
-  host_key_[v] = key;
+  forget_device_copy(v, step, key);
   release(obj, last_step_[v], step, key);
   obj_of_[v] = kNoObject;
   unlist_resident(v);
+}
+
+// A later swap-in of v comes after step (keyed at key), which ends v's
+// device copy: a swap-out writes the host copy the swap-in reads; a drop takes
+// v off the device it returns to. Every drop of a tensor that may come back
+// says so (a recompute may read an input after its last use: Note [Recompute
+// through dead inputs]; without this its swap-in could start before the drop,
+// and the plan hold the input in two objects).
+void SwapPlanner::Pass::forget_device_copy(ItemId v, StepId step, int32_t key) {
+  host_write_[v] = step;
+  host_key_[v] = key;
 }
 
 // Copies x from its host copy into obj, once the object's previous tenant is
@@ -206,6 +214,7 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
     if (dtr() && x < n_ && kind_[x] == ItemKind::kTransient) dtr_cost_->evict(x);
     const StepId drop =
         kind_[x] == ItemKind::kInput ? add_step(StepKind::kDrop, x, obj, i, {compute}) : -1;
+    if (drop >= 0) forget_device_copy(x, drop, i);
     release(obj, compute, drop, i);
     obj_of_[x] = kNoObject;
     unlist_resident(x);
@@ -234,6 +243,7 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
     if (needed_later(u) || obj_of_[u] == kNoObject) continue;
     const ObjectId obj = obj_of_[u];
     const StepId drop = add_step(StepKind::kDrop, u, obj, i, {last_step_[u]});
+    forget_device_copy(u, drop, i);
     release(obj, last_step_[u], drop, i);
     obj_of_[u] = kNoObject;
     unlist_resident(u);
