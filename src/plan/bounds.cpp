@@ -51,61 +51,82 @@ class RemakeGroups {
 
 // The bound at one op p as a function of x, the bytes of the remakeable
 // transients live at p that a plan remakes after p instead of copying them
-// out before p and in after it (x = 0: Note [Transfer bound]).
+// out before p and in after it (x = 0: Note [Transfer bound]). Each half is
+// the largest of a few lines in x (Note [Duplex in the bound]).
 struct AtOp {
   double before_us, op_us, after_us;
-  double out, in;  // bytes with x = 0
-  double out_rate, in_rate;
+  double out, in;                    // bytes with x = 0
+  double in_before, out_after;       // Note [Duplex in the bound]
+  double out_rate, in_rate, duplex;  // duplex 0: no shared cap
   bool nvme;
   double host_budget, nvme_read, nvme_write;
-  double at(double x, double remake_us) const {
-    const double o = out - x, i = in - x;
-    double first = std::max(before_us, o / out_rate);
-    double second = std::max(after_us + remake_us, i / in_rate);
-    if (nvme) {  // Note [Tiered transfer bound]
-      first = std::max(first, (o - host_budget) / nvme_write);
-      second = std::max(second, (i - host_budget) / nvme_read);
-    }
+
+  struct Line {
+    double c, s;  // c + s x
+    double at(double x) const { return c + s * x; }
+  };
+  // The lines of the half before p and of the half after p, the remaking
+  // cost there being r0 + per_byte (x - x0).
+  int first_lines(Line* l) const {
+    int n = 0;
+    l[n++] = {before_us, 0};
+    l[n++] = {out / out_rate, -1 / out_rate};
+    if (duplex > 0) l[n++] = {(out + in_before) / duplex, -1 / duplex};
+    if (nvme)
+      l[n++] = {(out - host_budget) / nvme_write, -1 / nvme_write};  // Note [Tiered transfer bound]
+    return n;
+  }
+  int second_lines(double x0, double r0, double per_byte, Line* l) const {
+    int n = 0;
+    l[n++] = {after_us + r0 - per_byte * x0, per_byte};
+    l[n++] = {in / in_rate, -1 / in_rate};
+    if (duplex > 0) l[n++] = {(in + out_after) / duplex, -1 / duplex};
+    if (nvme) l[n++] = {(in - host_budget) / nvme_read, -1 / nvme_read};
+    return n;
+  }
+  double at(double x, double x0, double r0, double per_byte) const {
+    Line a[4], b[4];
+    const int na = first_lines(a), nb = second_lines(x0, r0, per_byte, b);
+    double first = a[0].at(x), second = b[0].at(x);
+    for (int k = 1; k < na; ++k)
+      first = std::max(first, a[k].at(x));
+    for (int k = 1; k < nb; ++k)
+      second = std::max(second, b[k].at(x));
     return first + op_us + second;
   }
 };
 
-// The least of AtOp::at over x in [0, total], remake_us the knapsack's cost of
-// x. The function is convex (a sum of maxima of lines, the knapsack's cost
-// rising ever faster), so on each segment of the knapsack its least value is
-// at an end or where two lines of one maximum cross; the walk stops once the
-// value rises.
+// The least of AtOp::at over x in [0, total], the remaking cost that of the
+// knapsack. The function is convex (a sum of maxima of lines, the knapsack's
+// cost rising ever faster), so on each segment of the knapsack its least
+// value is at an end or where two lines of one maximum cross; the walk stops
+// once the value rises.
 struct Least {
   double t;
   double x;
   double remake_us;
 };
 Least least_over_remakes(const AtOp& f, const RemakeGroups& groups) {
-  Least best{f.at(0, 0), 0, 0};
+  Least best{f.at(0, 0, 0, 0), 0, 0};
   double x0 = 0, r0 = 0;  // the segment's start and the cost there
   groups.walk([&](int64_t bytes, double per_byte) {
     const double x1 = x0 + static_cast<double>(bytes);
     auto try_x = [&](double x) {
-      if (!(x >= x0 && x <= x1)) return;  // also drops NaN
-      const double r = r0 + per_byte * (x - x0);
-      const double t = f.at(x, r);
-      if (t < best.t) best = {t, x, r};
+      if (!(x >= x0 && x <= x1)) return;  // also drops NaN and infinities
+      const double t = f.at(x, x0, r0, per_byte);
+      if (t < best.t) best = {t, x, r0 + per_byte * (x - x0)};
     };
-    // Where lines of the first maximum cross: before_us = (out - x) / out_rate,
-    // (out - x) / out_rate = (out - x - H) / nvme_write, and so on.
-    try_x(f.out - f.before_us * f.out_rate);
-    // Of the second: after_us + r0 + per_byte (x - x0) = (in - x) / in_rate.
-    try_x((f.in / f.in_rate - f.after_us - r0 + per_byte * x0) / (per_byte + 1 / f.in_rate));
-    if (f.nvme) {
-      try_x(f.out - f.host_budget - f.before_us * f.nvme_write);
-      try_x((f.out * f.nvme_write - (f.out - f.host_budget) * f.out_rate) /
-            (f.nvme_write - f.out_rate));
-      try_x(((f.in - f.host_budget) / f.nvme_read - f.after_us - r0 + per_byte * x0) /
-            (per_byte + 1 / f.nvme_read));
-      try_x((f.in * f.nvme_read - (f.in - f.host_budget) * f.in_rate) / (f.nvme_read - f.in_rate));
-    }
-    const double end = f.at(x1, r0 + per_byte * static_cast<double>(bytes));
+    AtOp::Line lines[4];
+    auto crossings = [&](int n) {
+      for (int a = 0; a < n; ++a)
+        for (int b = a + 1; b < n; ++b)
+          if (lines[a].s != lines[b].s)
+            try_x((lines[b].c - lines[a].c) / (lines[a].s - lines[b].s));
+    };
+    crossings(f.first_lines(lines));
+    crossings(f.second_lines(x0, r0, per_byte, lines));
     try_x(x1);
+    const double end = f.at(x1, x0, r0, per_byte);
     x0 = x1;
     r0 += per_byte * static_cast<double>(bytes);
     return end <= best.t;  // convex: past its least value it only rises
@@ -154,9 +175,28 @@ TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<cons
   std::vector<int64_t> persistent_after(m + 1, 0);  // accessed at a position > i
   for (int i = m - 1; i >= 0; --i)
     persistent_after[i] = persistent_after[i + 1] + persistent_last[i + 1];
+  // Note [Duplex in the bound]: persistent bytes first accessed at a
+  // position <= i, and last updated at a position >= i.
+  std::vector<int64_t> persistent_upto(m, 0), updated_from(m + 1, 0);
+  {
+    std::vector<int32_t> last_update(g.num_tensors(), -1);
+    for (int i = 0; i < m; ++i)
+      for (TensorId x : g.ops[order[i]].updates)
+        if (!is_transient(g.tensors[x].kind)) last_update[x] = i;
+    for (TensorId x = 0; x < g.num_tensors(); ++x) {
+      if (is_transient(g.tensors[x].kind) || !live_at[x].accessed()) continue;
+      persistent_upto[live_at[x].first] += g.tensors[x].bytes;
+      if (last_update[x] >= 0) updated_from[last_update[x]] += g.tensors[x].bytes;
+    }
+    for (int i = 1; i < m; ++i)
+      persistent_upto[i] += persistent_upto[i - 1];
+    for (int i = m - 1; i >= 0; --i)
+      updated_from[i] += updated_from[i + 1];
+  }
   AtOp f{};
   f.out_rate = d.d2h_bytes_per_us();
   f.in_rate = d.h2d_bytes_per_us();
+  f.duplex = d.duplex_bytes_per_us();
   f.nvme = host_budget > 0 && d.has_nvme();
   f.host_budget = static_cast<double>(host_budget);
   f.nvme_read = d.nvme_read_gbps * 1e3;  // B/us
@@ -200,6 +240,8 @@ TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<cons
     const int64_t in = out + persistent_after[i] - touched_later;
     f.out = static_cast<double>(out);
     f.in = static_cast<double>(in);
+    f.in_before = static_cast<double>(std::max<int64_t>(persistent_upto[i] - budget, 0));
+    f.out_after = static_cast<double>(std::max<int64_t>(updated_from[i] - budget, 0));
     const Least l = least_over_remakes(f, groups);
     const double in_left = f.in - l.x;
     if ((in_left > 0 || l.remake_us > 0) && l.t > b.transfer_us) {

@@ -18,9 +18,10 @@
 // where out(p) = in(p) - those persistent bytes: the transient part, which
 // was created on the device and so copied out before p (a persistent tensor
 // may have stayed on the host). Each direction at its full one-way bandwidth
-// (sharing the duplex link only slows it down). The bound is the maximum
-// over p, and never less than the compute bound (the sum of op times). It
-// holds for plans with this order; another order may have a lower peak.
+// (sharing the duplex link only slows it down: Note [Duplex in the bound]).
+// The bound is the maximum over p, and never less than the compute bound
+// (the sum of op times). It holds for plans with this order; another order
+// may have a lower peak.
 //
 // Note [Recompute bound]
 // ----------------------
@@ -55,6 +56,21 @@
 // bound that counted remaking free, which it replaces (issue 29: at Fig. 6's
 // WResNet-152-10 that one said 100% of ideal). It holds for every plan of
 // the order, recomputing or not.
+
+// Note [Duplex in the bound]
+// --------------------------
+// Both directions together move at most the profile's duplex rate (the
+// simulator's cap when both copy streams run). Besides the copies of Note
+// [Transfer bound], two more are known at each op p:
+//   - in_before(p) >= persistent bytes accessed at p or before - budget:
+//     what was not on the device when the iteration began, copied in before
+//     p starts;
+//   - out_after(p) >= persistent bytes last updated at p or after - budget:
+//     the updated tensors not on the device at the end carry their latest
+//     value to the host, copied out after their update;
+// so the half before p is also at least (out(p) + in_before(p)) / duplex and
+// the half after it (in(p) + out_after(p)) / duplex. Where the duplex rate
+// is the sum of the two directions this adds nothing.
 
 // Note [Tiered transfer bound]
 // ----------------------------

@@ -95,6 +95,38 @@ TEST(Bounds, TieredBoundCountsNvmeBeyondTheHostBudget) {
   EXPECT_EQ(time_bound(b.g, program_order(4), times, d, 250, false, 0).transfer_us, 201);
 }
 
+// Note [Duplex in the bound]: parameters w1, w2, w3 (50 B each); op0, op1
+// and op2 update w1, w2 and w3, op3 updates w1 and w2; budget 100 B, 1 B/us
+// each way, 1.5 B/us both together, 1 us an op. During op2 (w3 on the
+// device) at most one of w1, w2 is there too: 50 B come in after op2. Of the
+// three tensors updated at op2 or later at most 100 B stay on the device at
+// the end: 50 B go out after op2. Both share the link:
+//   T >= 2 + 1 + max(1, 50 / 1, 100 / 1.5) = 3 + 200 / 3 us, at op2,
+// where each direction on its own gives 3 + 50 = 53 us.
+TEST(Bounds, DuplexCapsBothDirectionsAfterAnOp) {
+  testing::GraphBuilder b;
+  auto w1 = b.tensor(50, TensorKind::kParam);
+  auto w2 = b.tensor(50, TensorKind::kParam);
+  auto w3 = b.tensor(50, TensorKind::kParam);
+  b.op({}, {}, {w1});
+  b.op({}, {}, {w2});
+  b.op({}, {}, {w3});
+  b.op({}, {}, {w1, w2});
+  DeviceProfile d = testing::unit_link();
+  d.duplex_gbps = 0.0015;
+  const std::vector<double> times(4, 1.0);
+  const TimeBound t = time_bound(b.g, program_order(4), times, d, 100);
+  EXPECT_NEAR(t.transfer_us, 3 + 200.0 / 3, 1e-9);
+  EXPECT_EQ(t.at_op, 2);
+  EXPECT_EQ(t.off_device_bytes, 50);
+  // The same whatever is recomputed: nothing here may be remade.
+  EXPECT_NEAR(time_bound(b.g, program_order(4), times, d, 100, true).transfer_us, 3 + 200.0 / 3,
+              1e-9);
+  // Where the shared cap is the sum of both directions it adds nothing.
+  d.duplex_gbps = 0.002;
+  EXPECT_EQ(time_bound(b.g, program_order(4), times, d, 100).transfer_us, 53);
+}
+
 // Note [Recompute bound] on the chain of TransferBoundByHand (budget 200 B):
 // a need not cross the link when op0 may run again, but remaking it costs
 // op0's 1 us (1/100 us per byte). At op2 (b and c on the device: 200 B) a is
