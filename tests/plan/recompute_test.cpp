@@ -195,7 +195,8 @@ TEST(Recompute, OnlyOpsThatMayRunAgain) {
   Plan e = recompute_plan(g);
   for (const Step& st : e.steps)
     if (st.kind == StepKind::kRecompute) e.recompute_objects[st.obj_begin] = e.num_objects();
-  EXPECT_NE(violation(g, e).find("puts tensor 2 'a' in object 5, but the pool has 5 objects"), std::string::npos)
+  EXPECT_NE(violation(g, e).find("puts tensor 2 'a' in object 5, but the pool has 5 objects"),
+            std::string::npos)
       << violation(g, e);
 }
 
