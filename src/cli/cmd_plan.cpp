@@ -62,7 +62,7 @@ void run_plan(const PlanArgs& args) {
   if (rank.rank != 0) return;
   if (!r.feasible)
     throw sa::Error(fmt::format("{} cannot plan within the budget: {}", r.name, r.why));
-  if (!args.output.empty()) write_plan(in.graph, r.plan, args.output);
+  if (!args.output.empty()) write_verified_plan(in.graph, r.plan, args.output);
   if (!args.trace.empty())
     write_trace(in.graph, r.plan, r.sim,
                 {.title = fmt::format("{}: {} plan on {}, budget {}", in.graph.name, r.name,

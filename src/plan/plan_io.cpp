@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "plan/verify.h"
 #include "util/checked.h"
 #include "util/error.h"
 #include "util/file_io.h"
@@ -338,6 +339,13 @@ Plan parse_plan(std::string_view text, std::string_view origin,
 
 void write_plan(const Graph& g, const Plan& p, const std::string& path) {
   write_file(path, plan_to_json(g, p));
+}
+
+void write_verified_plan(const Graph& g, const Plan& p, const std::string& path) {
+  const VerifyResult v = verify_plan(g, p);
+  SA_CHECK(v.ok, "the {} plan does not verify, so it was not written to {}: {}",
+           p.method.empty() ? "new" : p.method, path, v.violation);
+  write_plan(g, p, path);
 }
 
 Plan read_plan(const Graph& g, const std::string& path) {

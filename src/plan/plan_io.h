@@ -33,7 +33,13 @@ Plan parse_plan(const Graph& g, std::string_view json_text, std::string_view ori
 Plan parse_plan(std::string_view json_text, std::string_view origin,
                 const std::function<const Graph&(const DataParallel&)>& graph_for);
 
+// Writes any plan, valid or not (tests write broken ones on purpose).
 void write_plan(const Graph& g, const Plan& p, const std::string& path);
+// Writes a plan that a planner or a baseline made, once it verifies
+// (plan/verify.h). One that does not is a bug in what made it: an
+// InternalError naming the rule it breaks, and no file, so that `plan -o`
+// never leaves a wrong plan for `run` to find (run verifies too).
+void write_verified_plan(const Graph& g, const Plan& p, const std::string& path);
 Plan read_plan(const Graph& g, const std::string& path);
 
 }  // namespace sa

@@ -53,6 +53,38 @@ TEST(PlanIo, RoundTripKeepsEveryField) {
   }
 }
 
+// A plan that does not verify is a bug in what made it: write_verified_plan
+// says so and writes nothing (`plan -o` uses it); a valid one is written as
+// write_plan writes it.
+TEST(PlanIo, WritesOnlyAVerifiedPlan) {
+  Fixture f;
+  const Problem pb(f.g, f.dev, peak_live_bytes(f.g) / 2);
+  BaselinePlan r = plan_baseline("odswap", pb, Allocator::kArena);
+  ASSERT_TRUE(r.feasible) << r.why;
+  r.plan.method = "odswap";
+  const testing::TempDir dir;
+  const std::string good = dir / "good.json", bad = dir / "bad.json";
+  write_verified_plan(f.g, r.plan, good);
+  EXPECT_EQ(read_file(good), plan_to_json(f.g, r.plan));
+  // The first swap-out of an activation becomes a drop: its value is lost.
+  Plan broken = r.plan;
+  for (Step& s : broken.steps)
+    if (s.kind == StepKind::kSwapOut && is_transient(f.g.tensors[s.tensor()].kind)) {
+      s.kind = StepKind::kDrop;
+      break;
+    }
+  try {
+    write_verified_plan(f.g, broken, bad);
+    ADD_FAILURE() << "a plan that does not verify was written";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("the odswap plan does not verify, so it was not written"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("drop"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(bad));
+}
+
 // Version 1 files (written before planned offsets) still read: as
 // size-class plans, with the pool's layout.
 TEST(PlanIo, ReadsVersionOne) {
