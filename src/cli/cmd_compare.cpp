@@ -50,8 +50,7 @@ void run_compare(const PlanningArgs& args) {
   fmt::print(
       "no plan beats {} ({:.1f}% of ideal) in program order, {} ({:.1f}%) in the searched "
       "order, whatever it recomputes (what must cross the link or be remade at its producers' "
-      "cost: "
-      "Note [Recompute bound])\n\n",
+      "cost: Note [Recompute bound])\n\n",
       format_us(rc_program.bound_us()), 100 * problem.ideal_us / rc_program.bound_us(),
       format_us(rc_search.bound_us()), 100 * problem.ideal_us / rc_search.bound_us());
   if (problem.host_budget > 0 && in.device.has_nvme())

@@ -19,17 +19,18 @@ namespace {
 class RemakeGroups {
  public:
   RemakeGroups(const Graph& g, std::span<const double> op_us)
-      : op_us_(op_us), bytes_(g.num_ops(), 0), maker_(g.num_tensors(), kNoOp) {
+      : g_(g), op_us_(op_us), bytes_(g.num_ops(), 0), maker_(g.num_tensors(), kNoOp) {
     for (OpId o = 0; o < g.num_ops(); ++o)
       for (TensorId x : g.ops[o].outputs)
         maker_[x] = o;
   }
-  void add(const Graph& g, TensorId x, int sign) {
+  // Tensor x joins its maker's group (sign +1) or leaves it (-1).
+  void add(TensorId x, int sign) {
     const OpId o = maker_[x];
     if (o == kNoOp) return;
     if (bytes_[o] > 0) by_cost_.erase({cost_per_byte(o), o});
-    bytes_[o] += sign * g.tensors[x].bytes;
-    total_ += sign * g.tensors[x].bytes;
+    bytes_[o] += sign * g_.tensors[x].bytes;
+    total_ += sign * g_.tensors[x].bytes;
     if (bytes_[o] > 0) by_cost_.insert({cost_per_byte(o), o});
   }
   int64_t total() const { return total_; }
@@ -42,6 +43,7 @@ class RemakeGroups {
 
  private:
   double cost_per_byte(OpId o) const { return op_us_[o] / static_cast<double>(bytes_[o]); }
+  const Graph& g_;
   std::span<const double> op_us_;
   std::vector<int64_t> bytes_;  // per maker: bytes of its outputs in the groups
   std::vector<OpId> maker_;     // per tensor
@@ -125,10 +127,11 @@ Least least_over_remakes(const AtOp& f, const RemakeGroups& groups) {
     };
     crossings(f.first_lines(lines));
     crossings(f.second_lines(x0, r0, per_byte, lines));
-    try_x(x1);
+    const double r1 = r0 + per_byte * static_cast<double>(bytes);
     const double end = f.at(x1, x0, r0, per_byte);
+    if (end < best.t) best = {end, x1, r1};
     x0 = x1;
-    r0 += per_byte * static_cast<double>(bytes);
+    r0 = r1;
     return end <= best.t;  // convex: past its least value it only rises
   });
   return best;
@@ -208,7 +211,7 @@ TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<cons
   for (int i = 0; i < m; ++i) {
     live += diff[i];
     for (TensorId x : enter[i])
-      groups.add(g, x, +1);
+      groups.add(x, +1);
     const Op& op = g.ops[order[i]];
     // What op p holds besides `live`: its workspace, the persistent tensors and
     // the remakeable transients it touches (out of `groups` while it runs).
@@ -230,7 +233,7 @@ TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<cons
       if (live_at[x].last > i) touched_later += g.tensors[x].bytes;
     });
     for (TensorId x : touched_remakeable)
-      groups.add(g, x, -1);
+      groups.add(x, -1);
     f.before_us = before_us;
     f.op_us = op_us[order[i]];
     f.after_us = b.compute_us - before_us - f.op_us;
@@ -251,9 +254,9 @@ TimeBound time_bound(const Graph& g, std::span<const OpId> order, std::span<cons
       b.remake_us = l.remake_us;
     }
     for (TensorId x : touched_remakeable)
-      groups.add(g, x, +1);
+      groups.add(x, +1);
     for (TensorId x : leave[i])
-      groups.add(g, x, -1);
+      groups.add(x, -1);
     before_us += f.op_us;
   }
   return b;

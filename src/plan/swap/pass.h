@@ -221,7 +221,7 @@ class SwapPlanner::Pass {
   ObjectId ring_pop(ClassId c);
   void evict(ItemId v);
   StepId swap_in(ItemId x, ObjectId obj, int32_t key_pos, StepId after);
-  void forget_device_copy(ItemId v, StepId step, int32_t key);
+  StepId leave_device(StepKind kind, ItemId v, ObjectId obj, int32_t key, StepId after);
   ObjectId acquire(ItemId x, int i, bool swap_in);
   // Note [Memory policies] (walk.cpp): the room for an item, and who must
   // leave first.

@@ -50,23 +50,26 @@ void SwapPlanner::Pass::evict(ItemId v) {
   if (recompute && dtr()) dtr_cost_->evict(v);
   if (kind == StepKind::kSwapOut) has_host_[v] = 1;
   const int32_t key = last_pos_[v];
-  const StepId step = add_step(kind, v, obj, key, {last_step_[v]});
+  const StepId step = leave_device(kind, v, obj, key, last_step_[v]);
   if (kind == StepKind::kSwapOut) dirty_[v] = 0;
-  forget_device_copy(v, step, key);
   release(obj, last_step_[v], step, key);
   obj_of_[v] = kNoObject;
   unlist_resident(v);
 }
 
-// A later swap-in of v comes after step (keyed at key), which ends v's
-// device copy: a swap-out writes the host copy the swap-in reads; a drop takes
-// v off the device it returns to. Every drop of a tensor that may come back
-// says so (a recompute may read an input after its last use: Note [Recompute
-// through dead inputs]; without this its swap-in could start before the drop,
-// and the plan hold the input in two objects).
-void SwapPlanner::Pass::forget_device_copy(ItemId v, StepId step, int32_t key) {
+// The step (a swap-out or a drop of v from obj, keyed at key, after `after`)
+// that ends v's device copy. A later swap-in of v comes after it: a swap-out
+// writes the host copy the swap-in reads; a drop takes v off the device it
+// returns to. Every such step is made here so that none forgets to say so (a
+// recompute may read an input after its last use, Note [Recompute through
+// dead inputs]: its swap-in once started before the drop, and the plan held
+// the input in two objects).
+StepId SwapPlanner::Pass::leave_device(StepKind kind, ItemId v, ObjectId obj, int32_t key,
+                                       StepId after) {
+  const StepId step = add_step(kind, v, obj, key, {after});
   host_write_[v] = step;
   host_key_[v] = key;
+  return step;
 }
 
 // Copies x from its host copy into obj, once the object's previous tenant is
@@ -213,8 +216,7 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
     // it again (Note [Recompute through dead inputs]).
     if (dtr() && x < n_ && kind_[x] == ItemKind::kTransient) dtr_cost_->evict(x);
     const StepId drop =
-        kind_[x] == ItemKind::kInput ? add_step(StepKind::kDrop, x, obj, i, {compute}) : -1;
-    if (drop >= 0) forget_device_copy(x, drop, i);
+        kind_[x] == ItemKind::kInput ? leave_device(StepKind::kDrop, x, obj, i, compute) : -1;
     release(obj, compute, drop, i);
     obj_of_[x] = kNoObject;
     unlist_resident(x);
@@ -242,8 +244,7 @@ void SwapPlanner::Pass::after_op(int i, StepId compute) {
   for (ItemId u : passing_inputs_) {
     if (needed_later(u) || obj_of_[u] == kNoObject) continue;
     const ObjectId obj = obj_of_[u];
-    const StepId drop = add_step(StepKind::kDrop, u, obj, i, {last_step_[u]});
-    forget_device_copy(u, drop, i);
+    const StepId drop = leave_device(StepKind::kDrop, u, obj, i, last_step_[u]);
     release(obj, last_step_[u], drop, i);
     obj_of_[u] = kNoObject;
     unlist_resident(u);
@@ -460,8 +461,8 @@ void SwapPlanner::Pass::write_back(const std::vector<ResidentTensor>& resident, 
     SA_CHECK(kind_[x] == ItemKind::kPersistent, "tensor {} resident after its last use", x);
     resident_at_end_.push_back({x, obj});
     if (keep[obj]) continue;
-    const StepId step = add_step(dirty_[x] ? StepKind::kSwapOut : StepKind::kDrop, x, obj,
-                                 last_pos_[x], {last_step_[x]});
+    const StepId step = leave_device(dirty_[x] ? StepKind::kSwapOut : StepKind::kDrop, x, obj,
+                                     last_pos_[x], last_step_[x]);
     if (arena()) release(obj, last_step_[x], step, last_pos_[x]);
   }
   if (arena()) resident_in_arena_ = resident;
