@@ -94,6 +94,24 @@
 // In both, a swap-in is keyed at its latest wait, so that the copy order
 // (Note [Copy order], plan/copy_order.h) admits it as soon as it can start.
 //
+// Note [Home offsets]
+// -------------------
+// Placed, a tensor of R that is evicted on the way and comes back ends the
+// iteration wherever its last swap-in found room, so the steady state's
+// consistency check (in its object at the end) drops it from R: then it is
+// written out after the last op and copied in before the first, where no
+// compute overlaps either copy (a 2-layer LSTM LM's embedding and its
+// momentum: 10 of the 94 ms of an iteration at 40% of its peak). With
+// PlannerOptions::home_offsets, the swap-in for such a tensor's last use
+// goes back to its starting offset when that range is free or everything
+// in it may go now as an eligible victim; it then ends in its starting
+// object (objects_from_placements writes both tenancies as one) and stays
+// in R. It is not always better: going home can evict what a free run
+// elsewhere would have spared, and a larger R changes the pass's layout
+// (test SwapPlanner.HomeOffsetsKeepAResidentThatComesBackForItsUpdate), so
+// it is a gene of the search (Note [Arena search] in search/ga.h), off for
+// the baselines. (Measured: docs/search.md, "Home offsets".)
+//
 // Note [Recomputation]
 // --------------------
 // A transient evicted under pressure is copied out and back in, or, where
@@ -217,6 +235,8 @@ struct PlannerOptions {
   // (Note [Arena planning]): kPlaced or kPacked (plan() lays out size
   // classes whatever this says).
   MemoryLayout layout = MemoryLayout::kPlaced;
+  // kPlaced: Note [Home offsets] (the search's home gene).
+  bool home_offsets = false;
   // Note [Host tier] (plan/host_tier.h): which host slots go to NVMe first
   // when the Problem's host budget is short (the planner's stage 2a).
   HostTierPolicy host_policy = HostTierPolicy::kLeastStall;

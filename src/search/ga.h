@@ -24,7 +24,11 @@
 // The search keeps whichever layout is faster, per candidate. Seeds: every
 // seeded order in every layout; a child takes a parent's layout and switches
 // with probability kLayoutFlip. When even the pool's minimum does not fit
-// the budget, there are no slots. (Why: docs/search.md.)
+// the budget, there are no slots. A placed candidate also carries a home
+// gene (Note [Home offsets] in plan/swap_planner.h): the seeds go without,
+// half of their copies in generation 0 with, and a child takes it from the
+// parent it takes the layout from, switched with probability kHomeFlip.
+// (Why: docs/search.md.)
 //
 // Note [Search loop]
 // ------------------

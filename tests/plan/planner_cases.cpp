@@ -114,6 +114,8 @@ void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& 
           // [Steady-state passes]); the baselines' does not.
           opt.max_passes = variant == 0 ? 1 : 0;
           opt.deadline_copy_order = variant % 2 == 0;
+          // Note [Home offsets] (placed arena) at the tighter budget.
+          opt.home_offsets = variant == 0 && k == 1;
           // Half the variants recompute: random genes (Note [Recompute genes]).
           std::vector<uint8_t> genes(g.num_ops());
           for (auto& x : genes)
@@ -123,9 +125,10 @@ void plan_and_verify(const Graph& g, const std::string& label, std::mt19937_64& 
             Plan p;
             const std::string what = fmt::format(
                 "{}, {} order, budget {} (min {}, peak {}), {}, steady_state {} ({} passes "
-                "between), {} copy order, {}, {}, {}",
+                "between{}), {} copy order, {}, {}, {}",
                 label, which == 0 ? "program" : "random", budget, lo, hi,
                 ev == EvictionPolicy::kBelady ? "belady" : "lru", steady, opt.max_passes,
+                opt.home_offsets ? ", home offsets" : "",
                 opt.deadline_copy_order ? "deadline" : "release", dev.name, to_string(alloc),
                 opt.recompute ? "recompute" : "swap only");
             SimResult picked;

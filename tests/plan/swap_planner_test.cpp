@@ -3,9 +3,14 @@
 #include <algorithm>
 #include <vector>
 
+#include "cost/device.h"
+#include "cost/op_cost.h"
 #include "graph/dataflow.h"
+#include "graph/graph_io.h"
+#include "graph/stats.h"
 #include "plan/simulator.h"
 #include "plan/swap_planner.h"
+#include "plan/verify.h"
 #include "test_util.h"
 
 namespace sa {
@@ -199,6 +204,73 @@ TEST(SwapPlanner, APassBetweenDropsFromTheResidentSetWhatTheIterationEvicts) {
   ASSERT_TRUE(s0.ok && s1.ok) << s0.error << s1.error;
   EXPECT_EQ(s0.iteration_us, 53);
   EXPECT_EQ(s1.iteration_us, 34);
+}
+
+// Note [Home offsets], by hand, and why they are a gene: in a 100-B placed
+// arena, w (20 B) is read by op0 and updated by op5:
+//   op0: a = f(w)  op1: a2 = g(a)  op2: b = h(a2)  op3: c = k(b)  op4: gw = l(c)  op5: w += u(gw)
+// (a 40, a2 20, b 40, c 60, gw 20 bytes). Pass 0 (nothing resident): a
+// [0,40), w [40,60), a2 [60,80), b [0,40) (a's, freed first), c [40,100)
+// over w (dropped), gw [0,20), and w's update takes [20,40), released
+// before c's [40,100): R = {w at 20}. The pass between starts with w at 20:
+// a [40,80), a2 [0,20), b [40,80), so c (60 B) fits nowhere around b: the
+// op's items are laid out again from 0 (b out and in, w written out: c
+// [0,60), b [60,100)), then gw [60,80).
+//   - Without home offsets w's update takes the run released first,
+//     [80,100) (b's, at op3) rather than [0,60) (c's, at op4): w is not back
+//     at 20 and leaves R, and the last pass is pass 0's walk, w copied in
+//     before op0 and written out after op5.
+//   - With them it goes back to [20,40), free, and stays in R: no copy of w
+//     waits at the iteration's ends, but the pass between's layout (b out
+//     and in) is the last pass's too, which costs more here than the copies
+//     it saves: the search keeps whichever is faster.
+TEST(SwapPlanner, HomeOffsetsKeepAResidentThatComesBackForItsUpdate) {
+  GraphBuilder b;
+  auto w = b.tensor(20, TensorKind::kParam);
+  auto a = b.tensor(40, TensorKind::kActivation);
+  auto a2 = b.tensor(20, TensorKind::kActivation);
+  auto bb = b.tensor(40, TensorKind::kActivation);
+  auto c = b.tensor(60, TensorKind::kActivation);
+  auto gw = b.tensor(20, TensorKind::kGradient);
+  b.op({w}, {a});
+  b.op({a}, {a2});
+  b.op({a2}, {bb});
+  b.op({bb}, {c});
+  b.op({c}, {gw});
+  b.op({gw}, {}, {w});
+  const SizeTable t = make_size_table(b.g);
+  const std::vector<double> times(6, 1.0);
+  SwapPlanner planner(b.g, t, times, unit_link());
+  Simulator sim;
+  double us[2];
+  for (bool home : {false, true}) {
+    PlannerOptions opt;
+    opt.layout = MemoryLayout::kPlaced;
+    opt.max_passes = 1;  // the search's (Note [Steady-state passes])
+    opt.home_offsets = home;
+    Plan p;
+    const PlanResult r = planner.plan_arena(program_order(6), 100, 100, opt, &p);
+    ASSERT_TRUE(r.ok) << r.why;
+    const VerifyResult v = verify_plan(b.g, p);
+    ASSERT_TRUE(v.ok) << v.violation;
+    const SimResult s = sim.run(b.g, p, times, unit_link());
+    ASSERT_TRUE(s.ok) << s.error;
+    us[home] = s.iteration_us;
+    if (!home) {
+      EXPECT_TRUE(p.initial_resident.empty());
+      EXPECT_EQ(testing::describe_steps(p), "in0 C0 drop0 C1 C2 C3 in0 C4 C5 out0");
+      EXPECT_EQ(p.objects[p.objects_of(5)[1]].offset, 20);  // op5's w
+    } else {
+      ASSERT_EQ(p.initial_resident.size(), 1u);
+      EXPECT_EQ(p.initial_resident[0].tensor, w);
+      EXPECT_EQ(p.objects[p.initial_resident[0].object].offset, 20);
+      EXPECT_EQ(testing::describe_steps(p), "C0 out0 C1 C2 out3 in3 C3 C4 in0 C5");
+      // w comes back into the object it started in.
+      EXPECT_EQ(p.objects_of(5)[1], p.initial_resident[0].object);
+    }
+  }
+  EXPECT_GT(us[1], us[0]);
+  (void)a, (void)a2, (void)bb, (void)c, (void)gw;
 }
 
 }  // namespace

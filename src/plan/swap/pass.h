@@ -402,6 +402,7 @@ class SwapPlanner::Pass {
   // waits for all of them, a creating compute step for the copies.
   std::vector<StepId> taken_compute_, taken_copy_;
   std::vector<int64_t> start_offset_;  // per tensor: its offset as an initial resident
+  std::vector<int64_t> home_;          // per item: Note [Home offsets]'s offset, else -1
   std::vector<ObjectId> pre_obj_;      // per item: the tenancy preplace() opened for its creation
   std::vector<std::pair<int64_t, Range>> taken_pieces_;  // the ranges the last take_range() took
   void preplace(int i);
@@ -425,6 +426,8 @@ class SwapPlanner::Pass {
   static constexpr int kWindowCandidates = 6;  // victims find_window() grows windows around
   int64_t free_run_for(int64_t need) const;
   bool movable(ItemId v, int i) const;
+  bool home_window(ItemId x, int i, bool swap_in);
+  bool at_home(const ResidentTensor& r) const;
   int victim_candidates(ItemId x, int i, bool swap_in, std::pair<WindowScore, ItemId>* top);
   void window_around_victims(ItemId x, int i, bool swap_in, WindowScore* best, int64_t* best_at);
   void window_anywhere(ItemId x, int i, bool swap_in, WindowScore* best, int64_t* best_at);

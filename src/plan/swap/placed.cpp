@@ -151,6 +151,10 @@ Window SwapPlanner::Pass::find_window(ItemId x, int i, bool swap_in) {
   const int64_t need = bytes_[x];
   best_victims_.clear();
   if (need == 0) return {0, {}};
+  // Note [Home offsets]: an initial resident back for its last use goes home.
+  if (swap_in && x < n_ && home_[x] >= 0 && cursor_[x] + 1 >= num_uses(x) &&
+      home_window(x, i, swap_in))
+    return {home_[x], best_victims_};
   if (const int64_t at = free_run_for(need); at >= 0) return {at, {}};
   WindowScore best;
   int64_t best_at = -1;
@@ -178,6 +182,26 @@ int64_t SwapPlanner::Pass::free_run_for(int64_t need) const {
     }
   }
   return best_run;
+}
+
+// Placed mode: whether x's home range is free, or every resident that holds
+// part of it may go now as an eligible victim (left in best_victims_).
+bool SwapPlanner::Pass::home_window(ItemId x, int i, bool swap_in) {
+  const int64_t at = home_[x], end = at + bytes_[x];
+  auto it = ranges_.upper_bound(at);
+  if (it != ranges_.begin()) --it;
+  for (; it != ranges_.end() && it->first < end; ++it) {
+    const ObjectId t = it->second.tenancy;
+    if (t < 0 || it->second.end <= at) continue;
+    const ItemId v = tenancies_[t].item;
+    if (obj_of_[v] != t || last_pos_[v] >= i || !movable(v, i) ||
+        !eligible_victim(v, x, i, swap_in)) {
+      best_victims_.clear();
+      return false;
+    }
+    best_victims_.push_back(v);
+  }
+  return true;
 }
 
 // Placed mode: whether resident v may be evicted for op i's items.

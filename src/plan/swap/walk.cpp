@@ -268,7 +268,7 @@ bool SwapPlanner::Pass::run(const std::vector<ResidentTensor>& resident_in, bool
   // is written back if modified, else dropped.
   bool consistent = true;
   for (const ResidentTensor& r : resident)
-    consistent = consistent && obj_of_[r.tensor] == r.object;
+    consistent = consistent && at_home(r);
   if (!consistent && fix_up) {
     put_back(resident);
     consistent = true;
@@ -325,6 +325,10 @@ std::vector<ResidentTensor> SwapPlanner::Pass::start_pass(
     start_offset_.resize(n_);
     for (const ResidentTensor& r : resident)
       start_offset_[r.tensor] = tenancies_[r.object].offset;
+    home_.assign(num_items_, -1);
+    if (opt_.home_offsets)
+      for (const ResidentTensor& r : resident)
+        home_[r.tensor] = start_offset_[r.tensor];
   }
   if (arena()) {
     tenancies_.clear();
@@ -406,13 +410,22 @@ void SwapPlanner::Pass::walk_op(int i) {
     }
 }
 
+// Whether initial resident r is where it started: in its object, or (placed)
+// back at its offset in a later tenancy, which the plan writes as the same
+// object (objects_from_placements).
+bool SwapPlanner::Pass::at_home(const ResidentTensor& r) const {
+  const ObjectId obj = obj_of_[r.tensor];
+  if (obj == r.object) return true;
+  return placed() && obj != kNoObject && tenancies_[obj].offset == home_[r.tensor];
+}
+
 // End of a pass that is not consistent (fix_up): the tensors of `resident`
 // evicted on the way are copied back into their objects, whatever holds
 // those memory leaving first.
 void SwapPlanner::Pass::put_back(const std::vector<ResidentTensor>& resident) {
   std::vector<ResidentTensor> misplaced;
   for (const ResidentTensor& r : resident)
-    if (obj_of_[r.tensor] != r.object) misplaced.push_back(r);
+    if (!at_home(r)) misplaced.push_back(r);
   if (placed()) {
     // Each goes back to its own offset: whatever holds it leaves first.
     for (const ResidentTensor& r : misplaced)
@@ -453,7 +466,7 @@ void SwapPlanner::Pass::write_back(const std::vector<ResidentTensor>& resident, 
   std::vector<uint8_t> keep(arena() ? tenancies_.size() : num_objects_, 0);
   for (const ResidentTensor& r : resident) {
     const ObjectId obj = obj_of_[r.tensor];
-    if (obj == r.object || (arena() && fix_up && obj != kNoObject)) keep[obj] = 1;
+    if (at_home(r) || (arena() && fix_up && obj != kNoObject)) keep[obj] = 1;
   }
   for (TensorId x = 0; x < n_; ++x) {
     const ObjectId obj = obj_of_[x];
@@ -486,7 +499,7 @@ std::vector<ResidentTensor> SwapPlanner::Pass::run_passes(std::span<const int32_
     // Keep the tensors of R that stayed in their objects.
     std::vector<ResidentTensor> kept;
     for (const ResidentTensor& r : arena() ? resident_in_arena_ : resident)
-      if (obj_of_[r.tensor] == r.object) kept.push_back(r);
+      if (at_home(r)) kept.push_back(r);
     resident = std::move(kept);
   }
 }

@@ -79,6 +79,7 @@ inline std::string pack(const Candidate& c) {
   p.put_all(c.alloc.cls);
   p.put_all(c.alloc.cnt);
   p.put(c.layout);
+  p.put(c.home);
   p.put_all(c.recompute);
   p.put(c.recomputes);
   p.put(c.dtr);
@@ -94,6 +95,7 @@ inline Candidate unpack(const std::string& text) {
   c.alloc.cls = u.get_all<ClassId>();
   c.alloc.cnt = u.get_all<int32_t>();
   c.layout = u.get<MemoryLayout>();
+  c.home = u.get<bool>();
   c.recompute = u.get_all<uint8_t>();
   c.recomputes = u.get<bool>();
   c.dtr = u.get<bool>();

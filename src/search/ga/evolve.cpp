@@ -35,6 +35,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
     if (recompute_) c.recompute = c.recomputes ? ctx_.cheap : std::vector<uint8_t>(m_, 0);
     c.dtr = false;
     c.dead_depth = 1;
+    c.home = rng.chance(0.5);
     if (!ctx_.slots) {
       c.layout = MemoryLayout::kPlaced;
     } else if (opt_.seeded) {
@@ -51,6 +52,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
   c.order = base.order;
   c.alloc = base.alloc;
   c.layout = base.layout;
+  c.home = base.home;
   c.recompute = base.recompute;
   c.recomputes = base.recomputes;
   c.dtr = base.dtr;
@@ -65,6 +67,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
     if (!c.recomputes) c.recomputes = rng.chance(0.5);
   }
   if (c.layout == MemoryLayout::kPacked) c.layout = MemoryLayout::kPlaced;
+  c.home = rng.chance(0.5);  // Note [Home offsets]: half the copies of a base try it
   if (rng.chance(0.5)) {
     const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
     w.sched.mutate(base.order, p, rng.chance(0.5), rng, &c.order);
@@ -115,6 +118,8 @@ void Search::make_child(Worker& w, int gen, int k, Candidate& c) {
   if (c.layout == MemoryLayout::kPacked) c.layout = MemoryLayout::kPlaced;
   if (ctx_.arena() && ctx_.slots && rng.chance(kLayoutFlip))
     c.layout = c.layout == MemoryLayout::kPlaced ? MemoryLayout::kSizeClass : MemoryLayout::kPlaced;
+  c.home = k % 2 == 0 ? p1.home : p2.home;
+  if (ctx_.arena() && rng.chance(kHomeFlip)) c.home = !c.home;
   if (!ctx_.slots) return;
   // Allocation: crossover, then a mutation or a budget move.
   w.alloc_ops.crossover(p1.alloc, p2.alloc, pr.cls_cut, pr.cnt_cut, &w.a1, &w.a2);

@@ -57,6 +57,7 @@ namespace sa::ga {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kLayoutFlip = 0.05;     // chance that an arena child switches layouts
+constexpr double kHomeFlip = 0.05;       // chance that a placed child switches its home gene
 constexpr double kMasterFlip = 0.05;     // chance that a child switches recomputation on or off
 constexpr int kPackedRepairs = 2;        // packed layouts: walks with a lowered capacity at most
 constexpr double kPackedNearPeak = 0.9;  // packed seeds only from this share of the peak live bytes
@@ -74,6 +75,8 @@ struct Candidate {
   // Arena only (Note [Arena search] in search/ga.h): placed, packed, or
   // slots (kSizeClass: the size classes' objects as offsets).
   MemoryLayout layout = MemoryLayout::kPlaced;
+  // Placed only: Note [Home offsets] (PlannerOptions::home_offsets).
+  bool home = false;
   // Note [Recompute genes]: per op, whether its outputs may be dropped and
   // recomputed (empty: never).
   std::vector<uint8_t> recompute;
@@ -118,6 +121,7 @@ struct Worker {
     o.dead_input_depth = x.dead_depth;
     if (ctx.arena() && x.layout != MemoryLayout::kSizeClass) {
       o.layout = x.layout;
+      o.home_offsets = x.home && x.layout == MemoryLayout::kPlaced;
       o.max_repairs = std::min(o.max_repairs, kPackedRepairs);
       return planner.plan(x.order, nullptr, o, out, sim);
     }
@@ -162,6 +166,7 @@ struct Worker {
     h.add_all<OpId>(x.order);
     const bool placed = ctx.arena() && x.layout != MemoryLayout::kSizeClass;
     h.add(ctx.arena() ? static_cast<uint64_t>(x.layout) + 1 : 0);
+    if (ctx.arena() && x.layout == MemoryLayout::kPlaced) h.add(x.home);
     if (!placed) {
       h.add_all<ClassId>(x.alloc.cls);
       h.add_all<int32_t>(x.alloc.cnt);
