@@ -26,8 +26,9 @@
 // with probability kLayoutFlip. When even the pool's minimum does not fit
 // the budget, there are no slots. A placed candidate also carries a home
 // gene (Note [Home offsets] in plan/swap_planner.h): the seeds go without,
-// half of their copies in generation 0 with, and a child takes it from the
-// parent it takes the layout from, switched with probability kHomeFlip.
+// half of generation 0's other candidates (copies of seeds, random orders)
+// with, and a child takes it from the parent it takes the layout from,
+// switched with probability kHomeFlip.
 // (Why: docs/search.md.)
 //
 // Note [Search loop]
