@@ -35,7 +35,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
     if (recompute_) c.recompute = c.recomputes ? ctx_.cheap : std::vector<uint8_t>(m_, 0);
     c.dtr = false;
     c.dead_depth = 1;
-    c.home = rng.chance(0.5);
+    c.home = ctx_.arena() && rng.chance(0.5);  // (the pool draws nothing: same plans as before)
     if (!ctx_.slots) {
       c.layout = MemoryLayout::kPlaced;
     } else if (opt_.seeded) {
@@ -67,7 +67,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
     if (!c.recomputes) c.recomputes = rng.chance(0.5);
   }
   if (c.layout == MemoryLayout::kPacked) c.layout = MemoryLayout::kPlaced;
-  c.home = rng.chance(0.5);  // Note [Home offsets]: half the copies of a base try it
+  c.home = ctx_.arena() && rng.chance(0.5);  // Note [Home offsets]: half the copies try it
   if (rng.chance(0.5)) {
     const double p = log_uniform(rng, 1.0 / m_, opt_.mutation_prob);
     w.sched.mutate(base.order, p, rng.chance(0.5), rng, &c.order);
