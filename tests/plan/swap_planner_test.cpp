@@ -3,11 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "cost/device.h"
-#include "cost/op_cost.h"
 #include "graph/dataflow.h"
-#include "graph/graph_io.h"
-#include "graph/stats.h"
 #include "plan/simulator.h"
 #include "plan/swap_planner.h"
 #include "plan/verify.h"
@@ -270,7 +266,6 @@ TEST(SwapPlanner, HomeOffsetsKeepAResidentThatComesBackForItsUpdate) {
     }
   }
   EXPECT_GT(us[1], us[0]);
-  (void)a, (void)a2, (void)bb, (void)c, (void)gw;
 }
 
 }  // namespace
