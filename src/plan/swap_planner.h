@@ -31,7 +31,8 @@
 // device and writes every modified persistent tensor back at the end. The
 // persistent tensors still resident at its end become the initial resident
 // set R of the next pass, which starts with them in the same objects. A pass
-// is consistent when every tensor of R is still in its object at the end.
+// is consistent when every tensor of R is still in its object at the end
+// (placed, with Note [Home offsets]: or back in it, at its offset).
 // The tensors of R evicted on the way either leave R and the pass is repeated
 // (up to max_passes times; R only shrinks), or, in the last pass, are copied
 // back into their objects at the end of the iteration (their objects' last

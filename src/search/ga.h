@@ -108,9 +108,10 @@
 // R holds what merely happened to be resident when pass 0 ended, which can
 // be written out early and copied back after the last op with nothing left
 // to overlap. The search's planner runs one pass between
-// (PlannerOptions::max_passes = 1): what it evicts leaves R, and the last
-// pass copies back only what is evicted again. It costs a third walk where R
-// shrinks. The baselines plan with no pass between. (Measured: docs/search.md.)
+// (PlannerOptions::max_passes = 1): what it evicts and does not bring back
+// to its object (Note [Home offsets]) leaves R, and the last pass copies back
+// only what is evicted again. It costs a third walk where R shrinks. The
+// baselines plan with no pass between. (Measured: docs/search.md.)
 
 // Note [Search time]
 // ------------------
