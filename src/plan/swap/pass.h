@@ -431,6 +431,7 @@ class SwapPlanner::Pass {
   int victim_candidates(ItemId x, int i, bool swap_in, std::pair<WindowScore, ItemId>* top);
   void window_around_victims(ItemId x, int i, bool swap_in, WindowScore* best, int64_t* best_at);
   void window_anywhere(ItemId x, int i, bool swap_in, WindowScore* best, int64_t* best_at);
+  ItemId tenants_of(int64_t at, int64_t bytes, int i, std::vector<ItemId>* victims) const;
   std::vector<ItemId> range_tenants(int64_t at, int64_t bytes, int i) const;
   bool eligible_victim(ItemId v, ItemId x, int i, bool swap_in) const;
 };

@@ -1,6 +1,8 @@
 // The placed arena (Note [Arena planning]): ranges held or free, free runs by
 // size, and the window to evict when no run fits.
 
+#include <algorithm>
+
 #include "plan/swap/pass.h"
 
 namespace sa {
@@ -116,21 +118,29 @@ void SwapPlanner::Pass::run_remove(int64_t at, int64_t end) {
   }
 }
 
-// Placed mode: the residents that hold part of [at, at + bytes), which the
-// caller evicts to clear it.
-std::vector<ItemId> SwapPlanner::Pass::range_tenants(int64_t at, int64_t bytes, int i) const {
-  std::vector<ItemId> victims;
+// Placed mode: the residents that hold part of [at, at + bytes), appended
+// to *victims; returns the first that may not go before position i (-1:
+// none). What a recompute made for nobody holds its range until the op ran;
+// what a recompute used may go only after it.
+ItemId SwapPlanner::Pass::tenants_of(int64_t at, int64_t bytes, int i,
+                                     std::vector<ItemId>* victims) const {
   auto it = ranges_.upper_bound(at);
   if (it != ranges_.begin()) --it;
   for (; it != ranges_.end() && it->first < at + bytes; ++it) {
     const ObjectId t = it->second.tenancy;
     if (t < 0 || it->second.end <= at) continue;
     const ItemId v = tenancies_[t].item;
-    // What a recompute made for nobody holds its range until the op ran;
-    // what a recompute used may go only after it.
-    if (obj_of_[v] != t || last_pos_[v] >= i) throw NoRoom{v, i};
-    victims.push_back(v);
+    if (obj_of_[v] != t || last_pos_[v] >= i) return v;
+    victims->push_back(v);
   }
+  return -1;
+}
+
+// Placed mode: the residents that hold part of [at, at + bytes), which the
+// caller evicts to clear it.
+std::vector<ItemId> SwapPlanner::Pass::range_tenants(int64_t at, int64_t bytes, int i) const {
+  std::vector<ItemId> victims;
+  if (const ItemId stuck = tenants_of(at, bytes, i, &victims); stuck >= 0) throw NoRoom{stuck, i};
   return victims;
 }
 
@@ -152,8 +162,7 @@ Window SwapPlanner::Pass::find_window(ItemId x, int i, bool swap_in) {
   best_victims_.clear();
   if (need == 0) return {0, {}};
   // Note [Home offsets]: an initial resident back for its last use goes home.
-  if (swap_in && x < n_ && home_[x] >= 0 && cursor_[x] + 1 >= num_uses(x) &&
-      home_window(x, i, swap_in))
+  if (swap_in && home_[x] >= 0 && cursor_[x] + 1 >= num_uses(x) && home_window(x, i, swap_in))
     return {home_[x], best_victims_};
   if (const int64_t at = free_run_for(need); at >= 0) return {at, {}};
   WindowScore best;
@@ -187,21 +196,12 @@ int64_t SwapPlanner::Pass::free_run_for(int64_t need) const {
 // Placed mode: whether x's home range is free, or every resident that holds
 // part of it may go now as an eligible victim (left in best_victims_).
 bool SwapPlanner::Pass::home_window(ItemId x, int i, bool swap_in) {
-  const int64_t at = home_[x], end = at + bytes_[x];
-  auto it = ranges_.upper_bound(at);
-  if (it != ranges_.begin()) --it;
-  for (; it != ranges_.end() && it->first < end; ++it) {
-    const ObjectId t = it->second.tenancy;
-    if (t < 0 || it->second.end <= at) continue;
-    const ItemId v = tenancies_[t].item;
-    if (obj_of_[v] != t || last_pos_[v] >= i || !movable(v, i) ||
-        !eligible_victim(v, x, i, swap_in)) {
-      best_victims_.clear();
-      return false;
-    }
-    best_victims_.push_back(v);
-  }
-  return true;
+  const bool all_go = tenants_of(home_[x], bytes_[x], i, &best_victims_) < 0 &&
+                      std::all_of(best_victims_.begin(), best_victims_.end(), [&](ItemId v) {
+                        return movable(v, i) && eligible_victim(v, x, i, swap_in);
+                      });
+  if (!all_go) best_victims_.clear();
+  return all_go;
 }
 
 // Placed mode: whether resident v may be evicted for op i's items.

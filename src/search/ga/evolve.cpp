@@ -35,7 +35,7 @@ void Search::make_initial(Worker& w, int k, Rng& rng, Candidate& c) {
     if (recompute_) c.recompute = c.recomputes ? ctx_.cheap : std::vector<uint8_t>(m_, 0);
     c.dtr = false;
     c.dead_depth = 1;
-    c.home = ctx_.arena() && rng.chance(0.5);  // (the pool draws nothing: same plans as before)
+    c.home = ctx_.arena() && rng.chance(0.5);  // (the pool's search draws no home gene)
     if (!ctx_.slots) {
       c.layout = MemoryLayout::kPlaced;
     } else if (opt_.seeded) {
